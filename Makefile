@@ -1,0 +1,34 @@
+# Two commands on a fresh machine: `make run` (the broker) and `make test` (the whole suite).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint generate bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+run: $(VENV)/.installed
+	$(BIN)/python -m mockbroker serve --brokers 1 --port 9092 --topic demo:3
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/python tools/gen_protocol.py --check
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+
+generate: $(VENV)/.installed
+	$(BIN)/python tools/gen_protocol.py
+
+bench: $(VENV)/.installed
+	$(BIN)/python bench/codec_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,219 @@
+"""The public face of the wire codec: frames in, message objects out, and back.
+
+A *frame* is what follows the 4-byte size prefix on the socket.  Request frames start with a
+request header (v1, or v2 for flexible versions; the header's ClientId is never compact), response
+frames with a response header (v0, or v1 for flexible versions, except ApiVersions which always
+answers with v0 so that any client can read it).
+
+Message modules are imported lazily the first time an API is used, so start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import struct
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from mockbroker.codec_errors import CodecError, InvalidLengthError, InvalidValueError, TruncatedError
+from mockbroker.protocol.messages import APIS, OTHERS
+from mockbroker.protocol.runtime import EncodeError, Struct, assemble
+
+__all__ = ["assemble"]
+
+API_VERSIONS_KEY = 18
+_HEADER_PREFIX = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_SIZE_CORR = struct.Struct(">ii")
+_REQ_PREFIX = struct.Struct(">ihhi")
+_modules: dict[str, ModuleType] = {}
+_request_modules: dict[int, ModuleType] = {}
+_response_modules: dict[int, ModuleType] = {}
+
+
+class UnknownApiError(CodecError):
+    """A request header names an API key this broker does not know (Kafka closes the socket)."""
+
+
+class UnsupportedVersionError(CodecError):
+    """A request header names a version outside the API's range."""
+
+
+def module(name: str) -> ModuleType:
+    """The generated module for a message, by module name (``produce_request``) or message name."""
+    mod = _modules.get(name)
+    if mod is None:
+        mod = importlib.import_module(f"mockbroker.protocol.messages.{OTHERS.get(name, name)}")
+        _modules[name] = mod
+    return mod
+
+
+def api_name(api_key: int) -> str:
+    return APIS[api_key][0] if api_key in APIS else f"api{api_key}"
+
+
+def version_range(api_key: int) -> tuple[int, int]:
+    return APIS[api_key][3]
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    first = APIS[api_key][4]
+    return first is not None and version >= first
+
+
+def request_module(api_key: int) -> ModuleType:
+    mod = _request_modules.get(api_key)
+    if mod is None:
+        mod = _request_modules[api_key] = module(APIS[api_key][1])
+    return mod
+
+
+def response_module(api_key: int) -> ModuleType:
+    mod = _response_modules.get(api_key)
+    if mod is None:
+        mod = _response_modules[api_key] = module(APIS[api_key][2])
+    return mod
+
+
+def request_header_version(api_key: int, version: int) -> int:
+    return 2 if is_flexible(api_key, version) else 1
+
+
+def response_header_version(api_key: int, version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if is_flexible(api_key, version) else 0
+
+
+@dataclass(slots=True)
+class Request:
+    """A decoded request frame.  ``header_tags`` holds the header's tagged fields, if any."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Struct
+    header_tags: list | None = None
+
+
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) from the first 8 bytes, for error replies."""
+    if len(frame) < 8:
+        raise TruncatedError("request frame shorter than its 8-byte header prefix", 0)
+    return _HEADER_PREFIX.unpack_from(frame, 0)
+
+
+def decode_message(mod: ModuleType, version: int, buf: memoryview, pos: int = 0) -> tuple[Struct, int]:
+    reader = mod.READERS.get(version)
+    if reader is None:
+        raise UnsupportedVersionError(f"{mod.NAME} has no version {version}", pos)
+    try:
+        return reader(buf, pos)
+    except CodecError as exc:
+        exc.add_context(f"{mod.NAME} v{version}")
+        raise
+
+
+def _read_client_id(buf: memoryview) -> tuple[str | None, int]:
+    if len(buf) < 10:
+        raise TruncatedError("request header ends before its client id", 8, "RequestHeader")
+    n = _I16.unpack_from(buf, 8)[0]
+    if n < 0:
+        if n != -1:
+            raise InvalidLengthError(f"invalid client id length {n}", 8, "RequestHeader")
+        return None, 10
+    end = 10 + n
+    if end > len(buf):
+        raise TruncatedError("client id runs past the end of the frame", 10, "RequestHeader")
+    try:
+        return str(buf[10:end], "utf-8"), end
+    except UnicodeDecodeError:
+        raise InvalidValueError("client id is not valid UTF-8", 10, "RequestHeader") from None
+
+
+def decode_request(frame: bytes | memoryview) -> Request:
+    """Decode a whole request frame (header and body); raises CodecError on any bad byte."""
+    buf = frame if isinstance(frame, memoryview) else memoryview(frame)
+    api_key, version, corr = peek_header(buf)
+    entry = APIS.get(api_key)
+    if entry is None:
+        raise UnknownApiError(f"unknown api key {api_key}", 0)
+    lo, hi = entry[3]
+    if not lo <= version <= hi:
+        raise UnsupportedVersionError(f"{entry[0]} v{version} is outside {lo}-{hi}", 2)
+    client_id, pos = _read_client_id(buf)
+    tags = None
+    flexible = entry[4] is not None and version >= entry[4]
+    if flexible:
+        if pos < len(buf) and buf[pos] == 0:
+            pos += 1
+        else:
+            header, pos = decode_message(module("RequestHeader"), 2, buf)
+            tags = header.unknown_tags
+    body, pos = decode_message(request_module(api_key), version, buf, pos)
+    if pos != len(buf):
+        raise InvalidLengthError(f"{len(buf) - pos} bytes left over after {entry[0]} v{version} request", pos)
+    return Request(api_key, version, corr, client_id, body, tags)
+
+
+def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tuple[int, Struct]:
+    """Decode a response frame for a request we sent: (correlation id, body)."""
+    buf = frame if isinstance(frame, memoryview) else memoryview(frame)
+    header, pos = decode_message(module("ResponseHeader"), response_header_version(api_key, version), buf)
+    body, pos = decode_message(response_module(api_key), version, buf, pos)
+    if pos != len(buf):
+        raise InvalidLengthError(f"{len(buf) - pos} bytes left over after the response", pos)
+    return header.correlation_id, body
+
+
+def encode_message(mod: ModuleType, version: int, obj: Struct, out: bytearray, holes: list) -> None:
+    writer = mod.WRITERS.get(version)
+    if writer is None:
+        raise EncodeError(f"{mod.NAME} has no version {version}")
+    try:
+        writer(obj, out, holes)
+    except (struct.error, TypeError, AttributeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, EncodeError):
+            raise EncodeError(f"{mod.NAME} v{version}: {exc}") from None
+        raise EncodeError(f"{mod.NAME} v{version}: {type(exc).__name__}: {exc}") from exc
+
+
+def _framed(out: bytearray, holes: list) -> list[Any]:
+    size = len(out) - 4 + sum(len(h) if not isinstance(h, memoryview) else h.nbytes for _, h in holes)
+    _SIZE.pack_into(out, 0, size)
+    return assemble(out, holes)
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: Struct) -> list[Any]:
+    """A size-prefixed response frame as a list of buffers (for ``transport.writelines``)."""
+    out = bytearray(_SIZE_CORR.pack(0, correlation_id))
+    if response_header_version(api_key, version) == 1:
+        out.append(0)  # no tagged fields in the response header
+    holes: list = []
+    encode_message(response_module(api_key), version, body, out, holes)
+    return _framed(out, holes)
+
+
+def encode_request(
+    api_key: int, version: int, correlation_id: int, body: Struct, client_id: str | None = "mockbroker"
+) -> list[Any]:
+    """A size-prefixed request frame as a list of buffers."""
+    out = bytearray(_REQ_PREFIX.pack(0, api_key, version, correlation_id))
+    if client_id is None:
+        out += b"\xff\xff"
+    else:
+        raw = client_id.encode()
+        out += _I16.pack(len(raw))
+        out += raw
+    if is_flexible(api_key, version):
+        out.append(0)
+    holes: list = []
+    encode_message(request_module(api_key), version, body, out, holes)
+    return _framed(out, holes)
+
+
+def to_bytes(parts: list[Any]) -> bytes:
+    return b"".join(parts)
