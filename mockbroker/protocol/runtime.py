@@ -146,15 +146,13 @@ def check_span(buf: memoryview, pos: int, length: int, what: str) -> int:
 
 
 def bad_length(length: int, pos: int, what: str) -> CodecError:
+    if length == -1:
+        return InvalidLengthError(f"null {what}, but the field is not nullable in this version", pos)
     return InvalidLengthError(f"invalid {what} length {length}", pos)
 
 
 def bad_count(count: int, pos: int) -> CodecError:
     return InvalidLengthError(f"array count {count} is larger than the remaining data", pos)
-
-
-def null_not_allowed(pos: int) -> CodecError:
-    return InvalidLengthError("null where the field is not nullable in this version", pos)
 
 
 def decode_utf8(buf: memoryview, pos: int, end: int) -> str:

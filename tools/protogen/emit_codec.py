@@ -334,6 +334,10 @@ class CodecEmitter:
             return f"{v} is not None"
         if d == "[]":
             return f"{v}"
+        if f.is_struct and all(sf.type in PRIMITIVES or sf.type == "string" for sf in f.struct.fields):
+            # a flat struct: compare field by field instead of building a default instance
+            checks = [f"{v}.{sf.attr} != {default_expr(sf, self.class_of)}" for sf in f.struct.fields]
+            return " or ".join([*checks, f"{v}.unknown_tags"])
         return f"{v} != {d}"
 
     def _write_group(self, L: Lines, group: list[FieldDef]) -> None:

@@ -1812,7 +1812,7 @@ def _w_FetchRequest_15(o, out, holes):
             t += b5
         tags.append((0, t))
     v6 = o.replica_state
-    if v6 != ReplicaState():
+    if v6.replica_id != -1 or v6.replica_epoch != -1 or v6.unknown_tags:
         t = bytearray()
         _w_ReplicaState_15(v6, t, holes)
         tags.append((1, t))
@@ -1898,7 +1898,7 @@ def _w_FetchRequest_17(o, out, holes):
             t += b5
         tags.append((0, t))
     v6 = o.replica_state
-    if v6 != ReplicaState():
+    if v6.replica_id != -1 or v6.replica_epoch != -1 or v6.unknown_tags:
         t = bytearray()
         _w_ReplicaState_15(v6, t, holes)
         tags.append((1, t))
@@ -1989,7 +1989,7 @@ def _w_FetchRequest_18(o, out, holes):
             t += b5
         tags.append((0, t))
     v6 = o.replica_state
-    if v6 != ReplicaState():
+    if v6.replica_id != -1 or v6.replica_epoch != -1 or v6.unknown_tags:
         t = bytearray()
         _w_ReplicaState_15(v6, t, holes)
         tags.append((1, t))

@@ -1288,17 +1288,17 @@ def _w_PartitionData_12(o, out, holes):
     write_records(out, holes, o.records, True)
     tags = []
     v2 = o.diverging_epoch
-    if v2 != EpochEndOffset():
+    if v2.epoch != -1 or v2.end_offset != -1 or v2.unknown_tags:
         t = bytearray()
         _w_EpochEndOffset_12(v2, t, holes)
         tags.append((0, t))
     v3 = o.current_leader
-    if v3 != LeaderIdAndEpoch():
+    if v3.leader_id != -1 or v3.leader_epoch != -1 or v3.unknown_tags:
         t = bytearray()
         _w_LeaderIdAndEpoch_12(v3, t, holes)
         tags.append((1, t))
     v4 = o.snapshot_id
-    if v4 != SnapshotId():
+    if v4.end_offset != -1 or v4.epoch != -1 or v4.unknown_tags:
         t = bytearray()
         _w_SnapshotId_12(v4, t, holes)
         tags.append((2, t))

@@ -1290,7 +1290,7 @@ def _w_PartitionProduceResponse_10(o, out, holes):
         out += b2
     tags = []
     v3 = o.current_leader
-    if v3 != LeaderIdAndEpoch():
+    if v3.leader_id != -1 or v3.leader_epoch != -1 or v3.unknown_tags:
         t = bytearray()
         _w_LeaderIdAndEpoch_10(v3, t, holes)
         tags.append((0, t))
