@@ -28,6 +28,7 @@ generate: $(VENV)/.installed
 	$(BIN)/python tools/gen_protocol.py
 
 bench: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/codec_bench.py
 
 clean:
