@@ -163,14 +163,19 @@ def _merge_struct(new: StructDef, old: StructDef, old_hi: int) -> None:
     """Fold an older file's struct into the newer one for the versions only the old file has
     (every version up to ``old_hi``)."""
     by_name = {f.name: f for f in new.fields}
+    previous: FieldDef | None = None
     for of in old.fields:
         nf = by_name.get(of.name)
         if nf is None:
-            # a field that only old versions had (e.g. ListOffsets v0's MaxNumOffsets)
+            # a field that only old versions had (e.g. ListOffsets v0's MaxNumOffsets): it goes
+            # right after the field that preceded it in the old file, keeping the wire order
             of.versions = (of.versions[0], min(of.versions[1], old_hi))
-            new.fields.append(of)
+            at = new.fields.index(previous) + 1 if previous is not None else 0
+            new.fields.insert(at, of)
             by_name[of.name] = of
+            previous = of
             continue
+        previous = nf
         if nf.type.lstrip("[]") != of.type.lstrip("[]") and not (nf.is_struct and of.is_struct):
             raise ValueError(f"{new.name}.{of.name}: type {of.type} vs {nf.type}")
         lo = min(nf.versions[0], of.versions[0])
