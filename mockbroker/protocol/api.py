@@ -97,6 +97,7 @@ class Request:
     client_id: str | None
     body: Struct
     header_tags: list | None = None
+    trailing_bytes: int = 0
 
 
 def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
@@ -134,8 +135,12 @@ def _read_client_id(buf: memoryview) -> tuple[str | None, int]:
         raise InvalidValueError("client id is not valid UTF-8", 10, "RequestHeader") from None
 
 
-def decode_request(frame: bytes | memoryview) -> Request:
-    """Decode a whole request frame (header and body); raises CodecError on any bad byte."""
+def decode_request(frame: bytes | memoryview, allow_trailing: bool = False) -> Request:
+    """Decode a whole request frame (header and body); raises CodecError on any bad byte.
+
+    Kafka ignores bytes after the end of a request body, and librdkafka relies on it (its
+    "all topics" Metadata v9+ request carries three stray zero bytes).  With ``allow_trailing``
+    they are counted in ``Request.trailing_bytes`` instead of rejected."""
     buf = frame if isinstance(frame, memoryview) else memoryview(frame)
     api_key, version, corr = peek_header(buf)
     entry = APIS.get(api_key)
@@ -154,9 +159,9 @@ def decode_request(frame: bytes | memoryview) -> Request:
             header, pos = decode_message(module("RequestHeader"), 2, buf)
             tags = header.unknown_tags
     body, pos = decode_message(request_module(api_key), version, buf, pos)
-    if pos != len(buf):
+    if pos != len(buf) and not allow_trailing:
         raise InvalidLengthError(f"{len(buf) - pos} bytes left over after {entry[0]} v{version} request", pos)
-    return Request(api_key, version, corr, client_id, body, tags)
+    return Request(api_key, version, corr, client_id, body, tags, len(buf) - pos)
 
 
 def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tuple[int, Struct]:

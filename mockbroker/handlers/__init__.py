@@ -1,0 +1,9 @@
+"""Request handlers, one module per API key (``kNN_name.py``), each opening with what it does.
+
+Importing this package registers every handler in ``registry.HANDLERS``.  Handlers are thin:
+read the request, call broker state, build the response.
+"""
+
+from mockbroker.handlers import k03_metadata, k18_api_versions
+
+__all__ = ["k03_metadata", "k18_api_versions"]

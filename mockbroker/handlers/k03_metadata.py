@@ -1,0 +1,80 @@
+"""Metadata: v0-13.
+
+Behavior:
+- Brokers are every live mock broker; the controller is broker 0; the cluster id is `cluster.id`.
+- Topics: a null list (v1+) or an empty list at v0 means all topics. Topics may be named by id (v10+).
+- Unknown topics are created when `auto.create.topics.enable` is on and the request allows it
+  (always at v0-3, `allow_auto_topic_creation` from v4); otherwise UNKNOWN_TOPIC_OR_PARTITION.
+  An illegal name gets INVALID_TOPIC_EXCEPTION. Unknown ids get UNKNOWN_TOPIC_ID.
+- Partitions carry leader, leader epoch, replicas and ISR (all replicas are in sync).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+from mockbroker.protocol.runtime import ZERO_UUID
+from mockbroker.state.cluster import Topic
+
+RESP = api.response_module(3)
+NO_OPERATIONS = -(2**31)
+
+
+def _topic(topic: Topic) -> Any:
+    return RESP.MetadataResponseTopic(
+        error_code=0,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=[
+            RESP.MetadataResponsePartition(
+                error_code=0,
+                partition_index=p.index,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.replicas),
+                offline_replicas=[],
+            )
+            for p in topic.partitions
+        ],
+        topic_authorized_operations=NO_OPERATIONS,
+    )
+
+
+def _error_topic(name: str | None, topic_id: bytes, code: int) -> Any:
+    return RESP.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
+
+
+@register(3, 0, 13)
+def handle(ctx: Any, req: Any) -> Any:
+    cluster = ctx.cluster
+    version = ctx.api_version
+    allow_create = version < 4 or req.allow_auto_topic_creation
+    if req.topics is None or (version == 0 and not req.topics):
+        topics = [_topic(t) for t in cluster.topics.values()]
+    else:
+        topics = []
+        for wanted in req.topics:
+            try:
+                if wanted.name is None and wanted.topic_id != ZERO_UUID:
+                    topics.append(_topic(cluster.topic_by_id(wanted.topic_id)))
+                elif wanted.name is None:
+                    topics.append(_error_topic(None, ZERO_UUID, ErrorCode.INVALID_REQUEST))
+                else:
+                    topics.append(_topic(cluster.topic_or_autocreate(wanted.name, allow_create)))
+            except KafkaError as exc:
+                topics.append(_error_topic(wanted.name, wanted.topic_id, exc.code))
+    return RESP.MetadataResponse(
+        brokers=[
+            RESP.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in cluster.brokers.values()
+        ],
+        cluster_id=cluster.cluster_id,
+        controller_id=cluster.controller_id,
+        topics=topics,
+        cluster_authorized_operations=NO_OPERATIONS,
+    )

@@ -1,0 +1,1 @@
+"""asyncio listeners (one per mock broker), connections, framing and request dispatch."""

@@ -1,0 +1,171 @@
+"""One client connection: length-prefixed framing, strictly ordered request handling, backpressure.
+
+Like Kafka, a connection handles one request at a time: the next frame is processed only after the
+previous one has its response (or, for acks=0 produce, none).  Frames that are already buffered
+while a long-polling fetch waits stay queued and are answered in order.  A frame larger than
+``socket.request.max.bytes`` (or with a negative size) closes the connection before anything is
+allocated for it; so does any request Kafka would refuse to parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger("mockbroker.server")
+
+_SIZE = struct.Struct(">i")
+MAX_QUEUED_FRAMES = 64
+
+# dispatch(connection, frame) -> buffers to send, None (no response), or an awaitable of either
+Dispatch = Callable[["Connection", memoryview], "list[Any] | Awaitable[list[Any] | None] | None"]
+
+
+class CloseConnection(Exception):
+    """Raised by dispatch when Kafka would close the connection; the message is logged."""
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int,
+                 on_close: Callable[[Connection], None] | None = None) -> None:
+        self.broker_id = broker_id
+        self.dispatch = dispatch
+        self.max_request_bytes = max_request_bytes
+        self.on_close = on_close
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self._buf = bytearray()
+        self._queue: deque[memoryview] = deque()
+        self._busy = False
+        self._paused_reading = False
+        self._write_paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self.closed = False
+        self.client_software: tuple[str, str] | None = None
+
+    # -- asyncio.Protocol -------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._queue.clear()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        if self.on_close is not None:
+            self.on_close(self)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._pause_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._maybe_resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        buf = self._buf
+        if buf:
+            buf += data
+            if len(buf) >= 4 and len(buf) - 4 < _SIZE.unpack_from(buf, 0)[0] <= self.max_request_bytes:
+                return  # still inside one large frame: wait for the rest before copying
+            view = memoryview(bytes(buf))
+            buf.clear()
+        else:
+            view = memoryview(data)
+        pos = 0
+        end = len(view)
+        while end - pos >= 4:
+            size = _SIZE.unpack_from(view, pos)[0]
+            if size < 0 or size > self.max_request_bytes:
+                self.close(f"frame size {size} is outside 0..{self.max_request_bytes} "
+                           "(socket.request.max.bytes)")
+                return
+            if end - pos - 4 < size:
+                break
+            self._queue.append(view[pos + 4 : pos + 4 + size])
+            pos += 4 + size
+        if pos < end:
+            self._buf += view[pos:]
+        if len(self._queue) > MAX_QUEUED_FRAMES:
+            self._pause_reading()
+        if not self._busy:
+            self._process()
+
+    # -- request loop -----------------------------------------------------------------------
+    def _process(self) -> None:
+        while self._queue and not self.closed:
+            frame = self._queue.popleft()
+            try:
+                result = self.dispatch(self, frame)
+            except CloseConnection as exc:
+                self.close(str(exc))
+                return
+            if isinstance(result, list):
+                self.write(result)
+            elif result is not None:
+                self._busy = True
+                task = asyncio.ensure_future(result)
+                task.add_done_callback(self._async_done)
+                return
+        self._maybe_resume_reading()
+
+    def _async_done(self, task: asyncio.Future[Any]) -> None:
+        self._busy = False
+        if self.closed:
+            return
+        if task.cancelled():
+            self.close("request handling was cancelled")
+            return
+        exc = task.exception()
+        if isinstance(exc, CloseConnection):
+            self.close(str(exc))
+            return
+        if exc is not None:
+            log.error("broker %s: handler failed for %s", self.broker_id, self.peer, exc_info=exc)
+            self.close(f"internal error: {exc!r}")
+            return
+        result = task.result()
+        if result:
+            self.write(result)
+        self._process()
+
+    def write(self, buffers: list[Any]) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.writelines(buffers)
+
+    async def drain(self) -> None:
+        """Wait until the transport accepts more data (used by long-running writers)."""
+        if self._write_paused and not self.closed:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+
+    def _pause_reading(self) -> None:
+        if not self._paused_reading and self.transport is not None and not self.closed:
+            self._paused_reading = True
+            self.transport.pause_reading()
+
+    def _maybe_resume_reading(self) -> None:
+        if self._paused_reading and not self._write_paused and len(self._queue) <= MAX_QUEUED_FRAMES // 2:
+            self._paused_reading = False
+            if self.transport is not None and not self.closed:
+                self.transport.resume_reading()
+
+    def close(self, reason: str) -> None:
+        if self.closed:
+            return
+        log.warning("broker %s: closing connection from %s: %s", self.broker_id, self.peer, reason)
+        self.closed = True
+        self._queue.clear()
+        if self.transport is not None:
+            self.transport.close()

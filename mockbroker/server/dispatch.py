@@ -1,0 +1,102 @@
+"""From a request frame to a response frame: decode, find the handler, run it, encode.
+
+Handlers register with :func:`mockbroker.handlers.registry.register` and their version ranges make
+up the ApiVersions answer.  Requests Kafka would refuse to parse close the connection with a log
+line that says why; an ApiVersions request at a version we do not know gets a v0 answer with
+UNSUPPORTED_VERSION and our supported list, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mockbroker.codec_errors import CodecError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_list
+from mockbroker.protocol import api
+from mockbroker.server.connection import CloseConnection, Connection
+
+if TYPE_CHECKING:
+    from mockbroker.server.broker import BrokerServer
+    from mockbroker.state.cluster import ClusterState
+
+log = logging.getLogger("mockbroker.server")
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    broker: BrokerServer
+    connection: Connection
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+    @property
+    def cluster(self) -> ClusterState:
+        return self.broker.cluster
+
+    @property
+    def broker_id(self) -> int:
+        return self.broker.node_id
+
+
+def _unsupported_api_versions(correlation_id: int) -> list[Any]:
+    m = api.response_module(18)
+    body = m.ApiVersionsResponse(
+        error_code=ErrorCode.UNSUPPORTED_VERSION,
+        api_keys=[m.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in api_versions_list()],
+    )
+    return api.encode_response(18, 0, correlation_id, body)
+
+
+def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any] | Awaitable[Any] | None:
+    try:
+        api_key, version, correlation_id = api.peek_header(frame)
+    except CodecError as exc:
+        raise CloseConnection(f"unreadable request header: {exc}") from None
+    handler = HANDLERS.get(api_key)
+    if handler is None:
+        raise CloseConnection(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
+    name = api.api_name(api_key)
+    if not handler.min_version <= version <= handler.max_version:
+        if api_key == 18:
+            log.info("broker %s: ApiVersions v%s from %s is newer than we speak; answering v0",
+                     broker.node_id, version, conn.peer)
+            return _unsupported_api_versions(correlation_id)
+        raise CloseConnection(
+            f"{name} v{version} is not supported (we speak v{handler.min_version}-{handler.max_version})"
+        )
+    try:
+        request = api.decode_request(frame, allow_trailing=True)
+    except CodecError as exc:
+        raise CloseConnection(f"malformed {name} v{version} request: {exc}") from None
+    if request.trailing_bytes:
+        log.debug("broker %s: %s v%s from %s has %d bytes after its body (ignored, as Kafka does)",
+                  broker.node_id, name, version, conn.peer, request.trailing_bytes)
+    ctx = RequestContext(broker, conn, api_key, version, correlation_id, request.client_id)
+    try:
+        body = handler.fn(ctx, request.body)
+    except KafkaError as exc:
+        raise CloseConnection(f"{name} v{version} failed: {exc}") from None
+    if inspect.isawaitable(body):
+        return _finish(ctx, body)
+    if body is NO_RESPONSE:
+        return None
+    return api.encode_response(api_key, version, correlation_id, body)
+
+
+async def _finish(ctx: RequestContext, pending: Awaitable[Any]) -> list[Any] | None:
+    try:
+        body = await pending
+    except KafkaError as exc:
+        raise CloseConnection(f"{api.api_name(ctx.api_key)} v{ctx.api_version} failed: {exc}") from None
+    if body is NO_RESPONSE:
+        return None
+    return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)

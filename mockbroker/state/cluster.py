@@ -1,0 +1,171 @@
+"""The cluster's state: brokers, topics and their partition logs, and broker configuration.
+
+Plain synchronous Python owned by one event loop, so nothing needs a lock.  Raises KafkaError with
+Kafka's codes for requests that cannot be served.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.state.clock import SystemClock
+from mockbroker.state.config import BrokerConfig, TopicConfig
+from mockbroker.state.log import PartitionLog
+
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_LENGTH = 249
+
+
+@dataclass
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: bytes
+    partitions: list[PartitionLog]
+    config: TopicConfig
+    is_internal: bool = False
+    replication_factor: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def validate_topic_name(name: str) -> None:
+    if not name or name in (".", ".."):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal")
+    if len(name) > MAX_TOPIC_LENGTH:
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name is longer than {MAX_TOPIC_LENGTH}")
+    if not _LEGAL_TOPIC.match(name):
+        raise KafkaError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'",
+        )
+
+
+class ClusterState:
+    """Everything the mock brokers share."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, clock: Any = None) -> None:
+        self.config = BrokerConfig(config)
+        self.clock = clock or SystemClock()
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, Topic] = {}
+        self.topics_by_id: dict[bytes, Topic] = {}
+        self.controller_id = 0
+        self._placement = 0
+
+    @property
+    def cluster_id(self) -> str:
+        return self.config["cluster.id"]
+
+    def add_broker(self, node_id: int, host: str, port: int, rack: str | None = None) -> BrokerInfo:
+        info = BrokerInfo(node_id, host, port, rack)
+        self.brokers[node_id] = info
+        return info
+
+    def live_broker_ids(self) -> list[int]:
+        return sorted(self.brokers)
+
+    # -- topics -----------------------------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        partitions: int | None = None,
+        replication_factor: int | None = None,
+        configs: Mapping[str, Any] | None = None,
+        validate_only: bool = False,
+    ) -> Topic:
+        validate_topic_name(name)
+        if name in self.topics:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        count = self.config["num.partitions"] if partitions in (None, -1) else partitions
+        if count <= 0:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"number of partitions must be > 0, got {count}")
+        rf = self.config["default.replication.factor"] if replication_factor in (None, -1) else replication_factor
+        brokers = self.live_broker_ids() or [0]
+        if rf <= 0 or rf > len(brokers):
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"replication factor {rf} is not between 1 and the {len(brokers)} available brokers",
+            )
+        topic_config = TopicConfig(self.config, configs)
+        topic = Topic(name, uuid.uuid4().bytes, [], topic_config, name.startswith("__"), rf)
+        if validate_only:
+            return topic
+        self._add_partitions(topic, count)
+        self.topics[name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+        return topic
+
+    def _add_partitions(self, topic: Topic, count: int) -> None:
+        brokers = self.live_broker_ids() or [0]
+        for _ in range(count):
+            index = len(topic.partitions)
+            first = (self._placement + index) % len(brokers)
+            replicas = [brokers[(first + r) % len(brokers)] for r in range(topic.replication_factor)]
+            topic.partitions.append(PartitionLog(topic.name, index, replicas[0], replicas))
+        self._placement += 1
+
+    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> Topic:
+        topic = self.topic(name)
+        if total <= len(topic.partitions):
+            raise KafkaError(
+                ErrorCode.INVALID_PARTITIONS,
+                f"topic {name!r} has {len(topic.partitions)} partitions; {total} would not add any",
+            )
+        if not validate_only:
+            self._add_partitions(topic, total - len(topic.partitions))
+        return topic
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.topic(name)
+        del self.topics[name]
+        del self.topics_by_id[topic.topic_id]
+        return topic
+
+    def topic(self, name: str) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+        return topic
+
+    def topic_by_id(self, topic_id: bytes) -> Topic:
+        topic = self.topics_by_id.get(topic_id)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+        return topic
+
+    def topic_or_autocreate(self, name: str, allow: bool = True) -> Topic:
+        topic = self.topics.get(name)
+        if topic is not None:
+            return topic
+        if not (allow and self.config["auto.create.topics.enable"]):
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+        return self.create_topic(name, replication_factor=min(
+            self.config["default.replication.factor"], max(1, len(self.brokers))))
+
+    def partition(self, name: str, index: int) -> PartitionLog:
+        topic = self.topic(name)
+        if not 0 <= index < len(topic.partitions):
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name!r} has no partition {index}")
+        return topic.partitions[index]
+
+    def leader_partition(self, name: str, index: int, broker_id: int) -> PartitionLog:
+        """The partition, checked to be led by ``broker_id`` (NOT_LEADER_OR_FOLLOWER otherwise)."""
+        log = self.partition(name, index)
+        if log.leader != broker_id:
+            raise KafkaError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"broker {broker_id} is not the leader of {name}-{index} (broker {log.leader} is)",
+            )
+        return log

@@ -1,0 +1,123 @@
+"""Broker and topic configuration, with Kafka's names and defaults.
+
+Broker settings use the broker names (``log.message.timestamp.type``); a topic may override them
+with the topic names (``message.timestamp.type``), as in Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+
+INT64_MAX = 2**63 - 1
+
+# broker name -> (default, type)
+BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
+    "auto.create.topics.enable": (True, bool),
+    "num.partitions": (1, int),
+    "default.replication.factor": (1, int),
+    "message.max.bytes": (1048588, int),
+    "socket.request.max.bytes": (104857600, int),
+    "log.message.timestamp.type": ("CreateTime", str),
+    "log.message.timestamp.before.max.ms": (INT64_MAX, int),
+    "log.message.timestamp.after.max.ms": (3600000, int),
+    "compression.type": ("producer", str),
+    "cluster.id": ("mockbroker-cluster", str),
+    "fetch.max.bytes": (57671680, int),
+    "group.initial.rebalance.delay.ms": (0, int),
+    "offsets.topic.num.partitions": (50, int),
+    "transaction.max.timeout.ms": (900000, int),
+    "max.incremental.fetch.session.cache.slots": (1000, int),
+    "log.retention.ms": (604800000, int),
+    "log.retention.bytes": (-1, int),
+    "log.cleanup.policy": ("delete", str),
+}
+
+# topic name -> broker name it defaults from
+TOPIC_TO_BROKER = {
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "compression.type": "compression.type",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "cleanup.policy": "log.cleanup.policy",
+}
+
+COMPRESSION_TYPES = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+def _convert(name: str, value: Any, kind: type) -> Any:
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    text = str(value).strip()
+    try:
+        if kind is bool:
+            if text.lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.lower() == "true"
+        if kind is int:
+            return int(text)
+    except ValueError:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for {name}") from None
+    return text
+
+
+def _check(name: str, value: Any) -> None:
+    if name in ("compression.type",) and value not in COMPRESSION_TYPES:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid compression.type {value!r}")
+    if name.endswith("timestamp.type") and value not in TIMESTAMP_TYPES:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}")
+
+
+class BrokerConfig:
+    """Broker-wide settings: Kafka's defaults overridden by what the user passed."""
+
+    def __init__(self, overrides: Mapping[str, Any] | None = None) -> None:
+        self.values: dict[str, Any] = {k: d for k, (d, _t) in BROKER_DEFAULTS.items()}
+        for key, value in (overrides or {}).items():
+            self.set(key, value)
+
+    def set(self, key: str, value: Any) -> None:
+        kind = BROKER_DEFAULTS[key][1] if key in BROKER_DEFAULTS else str
+        converted = _convert(key, value, kind)
+        _check(key, converted)
+        self.values[key] = converted
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+class TopicConfig:
+    """A topic's overrides, falling back to the broker's settings."""
+
+    def __init__(self, broker: BrokerConfig, overrides: Mapping[str, Any] | None = None) -> None:
+        self.broker = broker
+        self.overrides: dict[str, Any] = {}
+        for key, value in (overrides or {}).items():
+            self.set(key, value)
+
+    def set(self, key: str, value: Any) -> None:
+        broker_key = TOPIC_TO_BROKER.get(key)
+        kind = BROKER_DEFAULTS[broker_key][1] if broker_key else str
+        converted = _convert(key, value, kind)
+        _check(key, converted)
+        self.overrides[key] = converted
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.overrides:
+            return self.overrides[key]
+        broker_key = TOPIC_TO_BROKER.get(key)
+        if broker_key is None:
+            raise KeyError(key)
+        return self.broker[broker_key]
+
+    def is_default(self, key: str) -> bool:
+        return key not in self.overrides

@@ -1,0 +1,140 @@
+"""A partition's log: stored record batches indexed by base offset, watermarks and epochs.
+
+The log never parses bytes.  A stored batch arrives as the buffers to send on a fetch (already
+carrying its base offset) plus the facts the log needs: offsets, record count, timestamps and
+size.  Fetches hand those buffers back as a list, so the socket writes them without a copy.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+
+
+@dataclass(slots=True)
+class StoredBatch:
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    size: int
+    buffers: list[Any]  # what goes on the wire, in order
+    producer_id: int = -1
+    is_transactional: bool = False
+    is_control: bool = False
+
+
+@dataclass(slots=True)
+class ReadResult:
+    buffers: list[Any]
+    size: int
+    high_watermark: int
+    log_start_offset: int
+    batches: list[StoredBatch] = field(default_factory=list)
+
+
+class PartitionLog:
+    """One partition: batches in offset order; the high watermark is the next offset."""
+
+    def __init__(self, topic: str, index: int, leader: int, replicas: list[int]) -> None:
+        self.topic = topic
+        self.index = index
+        self.leader = leader
+        self.replicas = replicas
+        self.leader_epoch = 0
+        self.epoch_starts: list[tuple[int, int]] = [(0, 0)]  # (leader epoch, start offset)
+        self.batches: list[StoredBatch] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.next_offset = 0
+        self.size_bytes = 0
+        self.listeners: list[Callable[[PartitionLog], None]] = []
+
+    @property
+    def high_watermark(self) -> int:
+        return self.next_offset
+
+    def append(self, batch: StoredBatch) -> None:
+        if batch.base_offset != self.next_offset:
+            raise ValueError(f"batch at {batch.base_offset} appended where the log ends at {self.next_offset}")
+        self.batches.append(batch)
+        self._bases.append(batch.base_offset)
+        self.next_offset = batch.last_offset + 1
+        self.size_bytes += batch.size
+        for notify in self.listeners:
+            notify(self)
+
+    def _first_index(self, offset: int) -> int:
+        """Index of the batch holding ``offset`` (or the first batch after it)."""
+        i = bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return 0
+        if self.batches[i].last_offset < offset:
+            return i + 1
+        return i
+
+    def read(self, offset: int, max_bytes: int, first_always: bool = True) -> ReadResult:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` (the first batch is
+        returned even when larger, as Kafka does from Fetch v3 on)."""
+        if offset < self.log_start_offset or offset > self.next_offset:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside {self.log_start_offset}..{self.next_offset}",
+            )
+        buffers: list[Any] = []
+        chosen: list[StoredBatch] = []
+        size = 0
+        for i in range(self._first_index(offset), len(self.batches)):
+            b = self.batches[i]
+            if size + b.size > max_bytes and (chosen or not first_always):
+                break
+            buffers.extend(b.buffers)
+            chosen.append(b)
+            size += b.size
+        return ReadResult(buffers, size, self.next_offset, self.log_start_offset, chosen)
+
+    def bytes_after(self, offset: int, limit: int) -> int:
+        """How many bytes a fetch from ``offset`` would get, counting up to ``limit``."""
+        total = 0
+        for i in range(self._first_index(offset), len(self.batches)):
+            total += self.batches[i].size
+            if total >= limit:
+                break
+        return total
+
+    def batch_for_timestamp(self, timestamp: int) -> StoredBatch | None:
+        """The first batch whose max timestamp reaches ``timestamp`` (the handler refines within)."""
+        for b in self.batches:
+            if b.max_timestamp >= timestamp and b.last_offset >= self.log_start_offset:
+                return b
+        return None
+
+    def max_timestamp_batch(self) -> StoredBatch | None:
+        best: StoredBatch | None = None
+        for b in self.batches:
+            if not b.is_control and (best is None or b.max_timestamp > best.max_timestamp):
+                best = b
+        return best
+
+    def bump_leader_epoch(self, new_leader: int | None = None) -> None:
+        self.leader_epoch += 1
+        if new_leader is not None:
+            self.leader = new_leader
+        self.epoch_starts.append((self.leader_epoch, self.next_offset))
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch: the start of the next higher epoch."""
+        if epoch > self.leader_epoch:
+            return -1, -1
+        found = -1
+        for i, (e, _start) in enumerate(self.epoch_starts):
+            if e <= epoch:
+                found = i
+        if found < 0:
+            return -1, -1
+        nxt = found + 1
+        end = self.epoch_starts[nxt][1] if nxt < len(self.epoch_starts) else self.next_offset
+        return self.epoch_starts[found][0], end

@@ -1,0 +1,64 @@
+"""ApiVersions and Metadata against real clients over real sockets."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from confluent_kafka.admin import AdminClient
+
+from mockbroker.cluster import MockCluster
+from mockbroker.protocol import api
+
+
+def test_confluent_kafka_sees_brokers_topics_and_leaders(cluster: MockCluster) -> None:
+    md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(timeout=10)
+    assert sorted(md.brokers) == [0, 1, 2]
+    assert {b.port for b in md.brokers.values()} == {b.port for b in cluster.brokers}
+    parts = md.topics["orders"].partitions
+    assert sorted(parts) == list(range(6))
+    assert {p.leader for p in parts.values()} == {0, 1, 2}  # leaders spread over the brokers
+
+
+def test_kafka_python_auto_creates_a_topic(single: MockCluster) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=single.bootstrap_servers, request_timeout_ms=5000)
+    try:
+        assert producer.partitions_for("fresh") == {0}
+    finally:
+        producer.close()
+    assert "fresh" in single.state.topics
+
+
+def _exchange(port: int, frame: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        return s.recv(size, socket.MSG_WAITALL)
+
+
+def test_api_versions_newer_than_supported_gets_v0_with_unsupported_version(single: MockCluster) -> None:
+    frame = struct.pack(">hhih", 18, 99, 7, 1) + b"c" + b"\x00" + b"\x00\x00\x00"
+    reply = _exchange(single.brokers[0].port, frame)
+    corr, body = api.decode_response(18, 0, reply)
+    assert corr == 7 and body.error_code == 35
+    keys = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+    assert keys[18] == (0, 4) and keys[3] == (0, 13)
+
+
+def test_malformed_request_closes_only_that_connection(single: MockCluster) -> None:
+    port = single.brokers[0].port
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as bad:
+        bad.sendall(struct.pack(">i", 6) + struct.pack(">hhh", 3, 12, 0))  # truncated header
+        assert bad.recv(10) == b""  # closed by the broker
+    good = api.to_bytes(api.encode_request(18, 3, 1, api.request_module(18).ApiVersionsRequest(
+        client_software_name="t", client_software_version="1")))
+    corr, body = api.decode_response(18, 3, _exchange(port, good[4:]))
+    assert corr == 1 and body.error_code == 0
+
+
+def test_oversized_frame_closes_the_connection_before_reading_it(single: MockCluster) -> None:
+    with socket.create_connection(("127.0.0.1", single.brokers[0].port), timeout=5) as s:
+        s.sendall(struct.pack(">i", 200 * 1024 * 1024))
+        assert s.recv(10) == b""
