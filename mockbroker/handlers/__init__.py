@@ -4,6 +4,20 @@ Importing this package registers every handler in ``registry.HANDLERS``.  Handle
 read the request, call broker state, build the response.
 """
 
-from mockbroker.handlers import k03_metadata, k18_api_versions
+from mockbroker.handlers import (
+    k00_produce,
+    k01_fetch,
+    k02_list_offsets,
+    k03_metadata,
+    k18_api_versions,
+    k22_init_producer_id,
+)
 
-__all__ = ["k03_metadata", "k18_api_versions"]
+__all__ = [
+    "k00_produce",
+    "k01_fetch",
+    "k02_list_offsets",
+    "k03_metadata",
+    "k18_api_versions",
+    "k22_init_producer_id",
+]

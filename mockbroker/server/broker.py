@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from mockbroker.server.connection import Connection
 from mockbroker.server.dispatch import dispatch
+from mockbroker.state.fetch_sessions import FetchSessionCache
 
 if TYPE_CHECKING:
     from mockbroker.state.cluster import ClusterState
@@ -23,6 +24,7 @@ class BrokerServer:
         self.port = port
         self.server: asyncio.base_events.Server | None = None
         self.connections: set[Connection] = set()
+        self.fetch_sessions = FetchSessionCache(cluster.config["max.incremental.fetch.session.cache.slots"])
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -40,9 +42,15 @@ class BrokerServer:
     async def stop(self) -> None:
         if self.server is not None:
             self.server.close()
+        pending = []
         for conn in list(self.connections):
+            if conn.task is not None:
+                conn.task.cancel()
+                pending.append(conn.task)
             if conn.transport is not None:
                 conn.transport.close()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
         if self.server is not None:
             await self.server.wait_closed()
             self.server = None

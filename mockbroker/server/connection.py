@@ -41,6 +41,7 @@ class Connection(asyncio.Protocol):
         self._buf = bytearray()
         self._queue: deque[memoryview] = deque()
         self._busy = False
+        self.task: asyncio.Future[Any] | None = None
         self._paused_reading = False
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
@@ -56,6 +57,8 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._queue.clear()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
         if self.on_close is not None:
@@ -115,13 +118,14 @@ class Connection(asyncio.Protocol):
                 self.write(result)
             elif result is not None:
                 self._busy = True
-                task = asyncio.ensure_future(result)
-                task.add_done_callback(self._async_done)
+                self.task = asyncio.ensure_future(result)
+                self.task.add_done_callback(self._async_done)
                 return
         self._maybe_resume_reading()
 
     def _async_done(self, task: asyncio.Future[Any]) -> None:
         self._busy = False
+        self.task = None
         if self.closed:
             return
         if task.cancelled():

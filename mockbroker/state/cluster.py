@@ -16,6 +16,7 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.log import PartitionLog
+from mockbroker.state.producers import ProducerRegistry
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
@@ -62,6 +63,7 @@ class ClusterState:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[bytes, Topic] = {}
         self.controller_id = 0
+        self.producers = ProducerRegistry()
         self._placement = 0
 
     @property

@@ -1,0 +1,185 @@
+"""Between the wire and the log: validating produced record data into stored batches, and turning
+stored batches into what an old fetch version can read.
+
+Produce: every batch is checked as strictly as Kafka does (CRC, sizes, magic per request version,
+record count, offsets, timestamps, compression allowed by the version), converted to magic 2 when
+an old client sent magic 0/1, re-compressed when the topic's ``compression.type`` says so, and
+stamped with the log-append time when the topic uses ``LogAppendTime``.  The stored batch keeps the
+producer's bytes: only a 16-byte prefix (base offset, length, leader epoch) is written anew.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from mockbroker import records as rec
+from mockbroker.codec_errors import CodecError, CorruptRecordError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.state.log import StoredBatch
+
+_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+_MAGIC_AT = 16
+_CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4, "uncompressed": 0, "none": 0}
+NO_TIMESTAMP = -1
+
+
+@dataclass(slots=True)
+class RecordError:
+    batch_index: int
+    message: str | None
+
+
+class BatchRejected(KafkaError):
+    """A partition's produce data was refused; ``record_errors`` lists records (v8+)."""
+
+    def __init__(self, code: int, message: str, record_errors: list[RecordError] | None = None) -> None:
+        super().__init__(code, message)
+        self.record_errors = record_errors or []
+
+
+@dataclass(slots=True)
+class Policy:
+    """What the topic asks of appended data."""
+
+    max_message_bytes: int
+    compression: str  # producer / uncompressed / gzip / ...
+    log_append_time: bool
+    before_max_ms: int
+    after_max_ms: int
+    now_ms: int
+    compacted: bool = False
+
+
+def split_batches(data: memoryview) -> list[memoryview]:
+    """The entries of a records blob: v2 batches or v0/v1 messages, each with its 12-byte prefix."""
+    out = []
+    pos = 0
+    end = len(data)
+    while pos < end:
+        if end - pos < 12:
+            raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, f"{end - pos} stray bytes after the last batch")
+        size = struct.unpack_from(">i", data, pos + 8)[0]
+        if size < 0 or pos + 12 + size > end:
+            raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, f"batch at byte {pos} claims {size} bytes, past the end")
+        out.append(data[pos : pos + 12 + size])
+        pos += 12 + size
+    return out
+
+
+def validate_produce(data: memoryview | None, version: int, policy: Policy) -> list[memoryview]:
+    """Check one partition's records; return v2 batches ready to store (each one buffer)."""
+    if data is None or len(data) == 0:
+        raise BatchRejected(ErrorCode.INVALID_RECORD, "produce request carries no record batch for the partition")
+    entries = split_batches(data)
+    if version >= 3:
+        if len(entries) != 1:
+            raise BatchRejected(ErrorCode.INVALID_RECORD,
+                                f"Produce v{version} must carry exactly one record batch per partition")
+        if entries[0][_MAGIC_AT] != 2:
+            raise BatchRejected(ErrorCode.INVALID_RECORD,
+                                f"Produce v{version} only takes record batches with magic 2")
+    if any(e[_MAGIC_AT] < 2 for e in entries):
+        entries = _legacy_to_v2(data)
+    return [_validate_v2(e, version, policy) for e in entries]
+
+
+def _legacy_to_v2(data: memoryview) -> list[memoryview]:
+    try:
+        converted = rec.legacy_to_v2(data, base_offset=0)
+    except CorruptRecordError as exc:
+        raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    except CodecError as exc:
+        raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, f"unreadable message set: {exc}") from None
+    return split_batches(memoryview(converted))
+
+
+def _validate_v2(batch: memoryview, version: int, policy: Policy) -> memoryview:
+    if len(batch) > policy.max_message_bytes:
+        raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
+                            f"batch of {len(batch)} bytes exceeds max.message.bytes {policy.max_message_bytes}")
+    try:
+        header, records = rec.decode_batch(batch)
+    except CorruptRecordError as exc:
+        raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    except CodecError as exc:
+        raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, f"unreadable record batch: {exc}") from None
+    if header.compression == 4 and version < 7:
+        raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7+, got v{version}")
+    if header.is_control:
+        raise BatchRejected(ErrorCode.INVALID_RECORD, "clients are not allowed to write control records")
+    if not records or header.last_offset_delta + 1 != len(records):
+        raise BatchRejected(ErrorCode.INVALID_RECORD,
+                            f"batch offset range 0..{header.last_offset_delta} does not match its "
+                            f"{len(records)} records")
+    errors: list[RecordError] = []
+    for i, r in enumerate(records):
+        if r.offset_delta != i:
+            errors.append(RecordError(i, f"record {i} has offset delta {r.offset_delta}"))
+    if errors:
+        raise BatchRejected(ErrorCode.INVALID_RECORD, "record offsets are not consecutive", errors)
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise BatchRejected(ErrorCode.INVALID_RECORD, "idempotent batch without a base sequence")
+    if policy.compacted:
+        nulls = [RecordError(i, "compacted topic record has no key") for i, r in enumerate(records) if r.key is None]
+        if nulls:
+            raise BatchRejected(ErrorCode.INVALID_RECORD, "compacted topic records must have keys", nulls)
+    if not policy.log_append_time:
+        _check_timestamps(header, records, policy)
+    target = _target_codec(policy.compression, header.compression)
+    if target != header.compression:
+        batch = memoryview(rec.build_batch(
+            records,
+            compression=target,
+            base_timestamp=header.base_timestamp,
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence,
+            transactional=header.is_transactional,
+        ))
+    if policy.log_append_time:
+        stamped = bytearray(batch)
+        rec.set_log_append_time(stamped, 0, policy.now_ms)
+        batch = memoryview(stamped)
+    return batch
+
+
+def _check_timestamps(header: Any, records: list[Any], policy: Policy) -> None:
+    errors = []
+    for i, r in enumerate(records):
+        ts = header.base_timestamp + r.timestamp_delta
+        if ts == NO_TIMESTAMP:
+            continue
+        if ts < policy.now_ms - policy.before_max_ms or ts > policy.now_ms + policy.after_max_ms:
+            errors.append(RecordError(i, f"timestamp {ts} is out of range"))
+    if errors:
+        raise BatchRejected(ErrorCode.INVALID_TIMESTAMP,
+                            "one or more records have a timestamp outside the allowed range", errors)
+
+
+def _target_codec(policy: str, current: int) -> int:
+    if policy == "producer":
+        return current
+    return _CODEC_IDS[policy]
+
+
+def stored_batch(batch: memoryview, base_offset: int, leader_epoch: int) -> StoredBatch:
+    """A validated v2 batch placed at ``base_offset``: a fresh prefix, then the producer's bytes."""
+    header = rec.parse_batch_header(batch)
+    prefix = _PREFIX.pack(base_offset, len(batch) - 12, leader_epoch)
+    return StoredBatch(
+        base_offset=base_offset,
+        last_offset=base_offset + header.last_offset_delta,
+        max_timestamp=header.max_timestamp,
+        size=len(batch),
+        buffers=[prefix, batch[16:]],
+        producer_id=header.producer_id,
+        is_transactional=header.is_transactional,
+        is_control=header.is_control,
+    )
+
+
+def down_convert(buffers: list[Any], magic: int) -> bytes:
+    """Stored v2 batches as a v0/v1 message set for Fetch v0-3 (headers dropped)."""
+    return rec.v2_to_legacy(b"".join(buffers), magic)

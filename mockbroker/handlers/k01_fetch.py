@@ -1,0 +1,208 @@
+"""Fetch: v0-18.
+
+Behavior:
+- Whole stored batches from the one holding fetch_offset, within partition_max_bytes and the
+  request's max_bytes (v3+); the first batch of the first non-empty partition is returned even when
+  larger, as Kafka does. Stored batches go to the socket as they are (a list of buffers).
+- min_bytes / max_wait_ms long-poll: the answer waits until enough bytes arrive (woken by appends)
+  or the wait ends.
+- Errors per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER,
+  OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (current_leader_epoch, v9+).
+- Incremental fetch sessions (KIP-227, v7+): see mockbroker.state.fetch_sessions.
+
+Version notes: v0-1 are served magic 0 and v2-3 magic 1, down-converted from the stored magic-2
+batches (headers dropped); v4 adds isolation level, last stable offset and aborted transactions;
+v5 log start offset; v7 sessions; v11 rack / preferred replica; v12 flexible; v13 topic ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from mockbroker.batches import down_convert
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
+from mockbroker.state.log import PartitionLog
+
+RESP = api.response_module(1)
+MAX_WAIT_CAP_MS = 30_000
+
+
+@dataclass(slots=True)
+class Wanted:
+    name: str
+    topic_id: bytes
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    leader_epoch: int
+    log: PartitionLog | None = None
+    error: int = 0
+
+
+def _sessions(ctx: Any) -> Any:
+    return ctx.broker.fetch_sessions
+
+
+def _lookup(ctx: Any, name: str, topic_id: bytes, index: int, use_ids: bool) -> tuple[str, bytes, Any, int]:
+    try:
+        topic = ctx.cluster.topic_by_id(topic_id) if use_ids else ctx.cluster.topic(name)
+    except KafkaError as exc:
+        return name, topic_id, None, exc.code
+    try:
+        log = ctx.cluster.leader_partition(topic.name, index, ctx.broker_id)
+    except KafkaError as exc:
+        return topic.name, topic.topic_id, None, exc.code
+    return topic.name, topic.topic_id, log, 0
+
+
+def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, bool]:
+    """The partitions this fetch covers, the session (if any) and whether it is incremental."""
+    use_ids = ctx.api_version >= 13
+    requested = []
+    for t in req.topics:
+        for p in t.partitions:
+            name, tid, log, err = _lookup(ctx, t.topic, t.topic_id, p.partition, use_ids)
+            requested.append(Wanted(name, tid, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                    p.current_leader_epoch, log, err))
+    if ctx.api_version < 7 or (req.session_id == 0 and req.session_epoch == FINAL_EPOCH):
+        return requested, None, False
+    cache = _sessions(ctx)
+    if req.session_epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        if req.session_id:
+            cache.close(req.session_id)
+        session = cache.open() if req.session_epoch == INITIAL_EPOCH else None
+        if session is not None:
+            for w in requested:
+                session.partitions[(w.name, w.partition)] = SessionPartition(
+                    w.topic_id, w.fetch_offset, w.max_bytes, w.leader_epoch)
+        return requested, session, False
+    session = cache.resume(req.session_id, req.session_epoch)
+    for w in requested:
+        session.partitions[(w.name, w.partition)] = SessionPartition(
+            w.topic_id, w.fetch_offset, w.max_bytes, w.leader_epoch,
+            session.partitions.get((w.name, w.partition), SessionPartition(b"", 0, 0)).last_sent)
+    for f in req.forgotten_topics_data or []:
+        name = f.topic
+        if use_ids:
+            topic = ctx.cluster.topics_by_id.get(f.topic_id)
+            name = topic.name if topic else name
+        for index in f.partitions:
+            session.partitions.pop((name, index), None)
+    wanted = []
+    for (name, index), sp in session.partitions.items():
+        name2, tid, log, err = _lookup(ctx, name, sp.topic_id, index, False)
+        wanted.append(Wanted(name2, tid or sp.topic_id, index, sp.fetch_offset, sp.max_bytes,
+                             sp.current_leader_epoch, log, err))
+    return wanted, session, True
+
+
+def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tuple[Any, int]:
+    version = ctx.api_version
+    part = RESP.PartitionData(partition_index=w.partition, error_code=w.error, high_watermark=-1,
+                              last_stable_offset=-1, log_start_offset=-1,
+                              aborted_transactions=[] if isolation else None)
+    log = w.log
+    if log is None:
+        return part, 0
+    part.high_watermark = part.last_stable_offset = log.high_watermark
+    part.log_start_offset = log.log_start_offset
+    if version >= 9 and w.leader_epoch >= 0 and w.leader_epoch != log.leader_epoch:
+        part.error_code = (ErrorCode.FENCED_LEADER_EPOCH if w.leader_epoch < log.leader_epoch
+                           else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        return part, 0
+    try:
+        result = log.read(w.fetch_offset, min(w.max_bytes, budget), first_always=first or version < 3)
+    except KafkaError as exc:
+        part.error_code = exc.code
+        return part, 0
+    if not result.buffers:
+        part.records = b""  # Kafka answers empty (not null) records
+        return part, 0
+    if version < 4:
+        part.records = down_convert(result.buffers, 0 if version < 2 else 1)
+        return part, len(part.records)
+    part.records = result.buffers
+    return part, result.size
+
+
+def _collect(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[tuple[Wanted, Any]], int, bool]:
+    budget = req.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    isolation = req.isolation_level if ctx.api_version >= 4 else 0
+    out = []
+    total = 0
+    errors = False
+    for w in wanted:
+        part, size = _read(ctx, w, max(budget - total, 0), total == 0, isolation)
+        total += size
+        errors = errors or part.error_code != 0
+        out.append((w, part))
+    return out, total, errors
+
+
+def _build(ctx: Any, parts: list[tuple[Wanted, Any]], session: FetchSession | None, incremental: bool) -> Any:
+    topics: dict[str, Any] = {}
+    for w, part in parts:
+        if session is not None:
+            sp = session.partitions.get((w.name, w.partition))
+            state = (part.high_watermark, part.last_stable_offset, part.log_start_offset, part.error_code)
+            changed = sp is None or sp.last_sent != state or bool(part.records)
+            if sp is not None:
+                sp.last_sent = state
+            if incremental and not changed:
+                continue
+        topic = topics.get(w.name)
+        if topic is None:
+            topic = topics[w.name] = RESP.FetchableTopicResponse(topic=w.name, topic_id=w.topic_id, partitions=[])
+        topic.partitions.append(part)
+    return RESP.FetchResponse(error_code=0, session_id=session.session_id if session else 0,
+                              responses=list(topics.values()))
+
+
+@register(1, 0, 18)
+def handle(ctx: Any, req: Any) -> Any:
+    try:
+        wanted, session, incremental = _resolve(ctx, req)
+    except KafkaError as exc:
+        return RESP.FetchResponse(error_code=exc.code, session_id=0, responses=[])
+    parts, total, errors = _collect(ctx, req, wanted)
+    logs = [w.log for w in wanted if w.log is not None]
+    if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not logs:
+        return _build(ctx, parts, session, incremental)
+    return _long_poll(ctx, req, wanted, session, incremental, logs, parts)
+
+
+async def _long_poll(ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None,
+                     incremental: bool, logs: list[PartitionLog], parts: list[tuple[Wanted, Any]]) -> Any:
+    woken = asyncio.Event()
+
+    def wake(_log: PartitionLog) -> None:
+        woken.set()
+
+    for log in logs:
+        log.listeners.append(wake)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000
+    try:
+        while not ctx.connection.closed:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            woken.clear()
+            try:
+                await asyncio.wait_for(woken.wait(), remaining)
+            except TimeoutError:
+                break
+            parts, total, errors = _collect(ctx, req, wanted)
+            if total >= req.min_bytes or errors:
+                break
+    finally:
+        for log in logs:
+            if wake in log.listeners:
+                log.listeners.remove(wake)
+    parts, _total, _errors = _collect(ctx, req, wanted)
+    return _build(ctx, parts, session, incremental)

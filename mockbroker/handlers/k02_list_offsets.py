@@ -1,0 +1,92 @@
+"""ListOffsets: v0-11.
+
+Behavior:
+- Timestamp -2 earliest (log start), -1 latest (high watermark, or the last stable offset for
+  read_committed, v2+), -3 the record with the largest timestamp (v7+), -4 earliest local (v8+,
+  the log start here), -5 latest tiered (v9+: -1, nothing is tiered); any other timestamp: the first
+  record at or after it, or offset -1 when there is none.
+- Only the partition leader answers: NOT_LEADER_OR_FOLLOWER elsewhere; unknown topics and partitions
+  UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v4+) checked like Fetch.
+- v0 answers old_style_offsets, at most max_num_offsets of them (latest first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker import records as rec
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+from mockbroker.state.log import PartitionLog
+
+RESP = api.response_module(2)
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
+
+
+def _first_at_or_after(log: PartitionLog, timestamp: int) -> tuple[int, int]:
+    batch = log.batch_for_timestamp(timestamp)
+    if batch is None:
+        return -1, -1
+    header, records = rec.decode_batch(memoryview(b"".join(batch.buffers)))
+    for r in records:
+        ts = header.max_timestamp if header.timestamp_type else header.base_timestamp + r.timestamp_delta
+        offset = batch.base_offset + r.offset_delta
+        if ts >= timestamp and offset >= log.log_start_offset:
+            return ts, offset
+    return -1, -1
+
+
+def _max_timestamp(log: PartitionLog) -> tuple[int, int]:
+    batch = log.max_timestamp_batch()
+    if batch is None:
+        return -1, -1
+    header, records = rec.decode_batch(memoryview(b"".join(batch.buffers)))
+    best_ts, best_offset = -1, -1
+    for r in records:
+        ts = header.max_timestamp if header.timestamp_type else header.base_timestamp + r.timestamp_delta
+        if ts > best_ts:
+            best_ts, best_offset = ts, batch.base_offset + r.offset_delta
+    return best_ts, best_offset
+
+
+def _answer(ctx: Any, topic: str, p: Any) -> Any:
+    out = RESP.ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1)
+    try:
+        log = ctx.cluster.leader_partition(topic, p.partition_index, ctx.broker_id)
+    except KafkaError as exc:
+        out.error_code = exc.code
+        return out
+    epoch = p.current_leader_epoch if ctx.api_version >= 4 else -1
+    if epoch >= 0 and epoch != log.leader_epoch:
+        out.error_code = ErrorCode.FENCED_LEADER_EPOCH if epoch < log.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+        return out
+    ts = p.timestamp
+    if ts == LATEST:
+        out.offset = log.high_watermark
+    elif ts in (EARLIEST, EARLIEST_LOCAL):
+        out.offset = log.log_start_offset
+    elif ts == LATEST_TIERED:
+        out.offset = -1
+    elif ts == MAX_TIMESTAMP:
+        out.timestamp, out.offset = _max_timestamp(log)
+    elif ts < 0:
+        out.error_code = ErrorCode.INVALID_REQUEST
+    else:
+        out.timestamp, out.offset = _first_at_or_after(log, ts)
+    if ctx.api_version == 0:
+        offsets = [out.offset] if out.offset >= 0 else []
+        if ts == LATEST and log.log_start_offset != log.high_watermark:
+            offsets.append(log.log_start_offset)
+        out.old_style_offsets = offsets[: max(p.max_num_offsets, 0)]
+    out.leader_epoch = log.leader_epoch
+    return out
+
+
+@register(2, 0, 11)
+def handle(ctx: Any, req: Any) -> Any:
+    topics = []
+    for t in req.topics:
+        parts = [_answer(ctx, t.name, p) for p in t.partitions]
+        topics.append(RESP.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return RESP.ListOffsetsResponse(topics=topics)
