@@ -49,19 +49,21 @@ def _configs(items: list[str]) -> dict[str, str]:
 async def _serve(args: argparse.Namespace) -> int:
     from mockbroker.cluster import MockCluster, parse_topic_spec
 
-    topics = dict(parse_topic_spec(t) for t in args.topic)
-    cluster = MockCluster(brokers=args.brokers, host=args.host, port=args.port,
-                          config=_configs(args.config), topics=topics)
+    cluster = None
+    try:
+        topics = dict(parse_topic_spec(t) for t in args.topic)
+        cluster = MockCluster(brokers=args.brokers, host=args.host, port=args.port,
+                              config=_configs(args.config), topics=topics)
+        await cluster.start()
+    except (OSError, KafkaError, ValueError) as exc:
+        print(f"mockbroker: cannot start: {exc}", file=sys.stderr)
+        if cluster is not None:
+            await cluster.stop()
+        return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    try:
-        await cluster.start()
-    except (OSError, KafkaError) as exc:
-        print(f"mockbroker: cannot start: {exc}", file=sys.stderr)
-        await cluster.stop()
-        return 1
     print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
     await stop.wait()
     await cluster.stop()
