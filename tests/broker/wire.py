@@ -38,10 +38,15 @@ class WireClient:
             return True
 
     def _exactly(self, n: int) -> bytes:
-        data = self.sock.recv(n, socket.MSG_WAITALL)
-        if len(data) != n:
-            raise ConnectionError(f"connection closed after {len(data)} of {n} bytes")
-        return data
+        chunks = []
+        got = 0
+        while got < n:
+            chunk = self.sock.recv(min(n - got, 1 << 20))
+            if not chunk:
+                raise ConnectionError(f"connection closed after {got} of {n} bytes")
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
 
     def close(self) -> None:
         self.sock.close()
