@@ -100,35 +100,38 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy) -> memoryview:
         raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
                             f"batch of {len(batch)} bytes exceeds max.message.bytes {policy.max_message_bytes}")
     try:
-        header, records = rec.decode_batch(batch)
+        header = rec.verify_batch(batch)
+        if header.compression == 4 and version < 7:
+            raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7+, got v{version}")
+        if header.compression:
+            data = memoryview(rec.decompress(header.compression, batch[rec.HEADER_SIZE:], where=rec.HEADER_SIZE))
+            start, path = 0, "decompressed records"
+        else:
+            data, start, path = batch, rec.HEADER_SIZE, "records"
+        lo = hi = None
+        if not policy.log_append_time:
+            lo, hi = policy.now_ms - policy.before_max_ms, policy.now_ms + policy.after_max_ms
+        problems = rec.check_records(data, start, len(data), header.record_count, header.base_timestamp,
+                                     lo, hi, policy.compacted, path)
     except CorruptRecordError as exc:
         raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     except CodecError as exc:
         raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, f"unreadable record batch: {exc}") from None
-    if header.compression == 4 and version < 7:
-        raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7+, got v{version}")
     if header.is_control:
         raise BatchRejected(ErrorCode.INVALID_RECORD, "clients are not allowed to write control records")
-    if not records or header.last_offset_delta + 1 != len(records):
+    if header.record_count == 0 or header.last_offset_delta + 1 != header.record_count:
         raise BatchRejected(ErrorCode.INVALID_RECORD,
                             f"batch offset range 0..{header.last_offset_delta} does not match its "
-                            f"{len(records)} records")
-    errors: list[RecordError] = []
-    for i, r in enumerate(records):
-        if r.offset_delta != i:
-            errors.append(RecordError(i, f"record {i} has offset delta {r.offset_delta}"))
-    if errors:
-        raise BatchRejected(ErrorCode.INVALID_RECORD, "record offsets are not consecutive", errors)
+                            f"{header.record_count} records")
     if header.producer_id >= 0 and header.base_sequence < 0:
         raise BatchRejected(ErrorCode.INVALID_RECORD, "idempotent batch without a base sequence")
-    if policy.compacted:
-        nulls = [RecordError(i, "compacted topic record has no key") for i, r in enumerate(records) if r.key is None]
-        if nulls:
-            raise BatchRejected(ErrorCode.INVALID_RECORD, "compacted topic records must have keys", nulls)
-    if not policy.log_append_time:
-        _check_timestamps(header, records, policy)
+    if problems:
+        only_timestamps = all("timestamp" in message for _, message in problems)
+        code = ErrorCode.INVALID_TIMESTAMP if only_timestamps else ErrorCode.INVALID_RECORD
+        raise BatchRejected(code, problems[0][1], [RecordError(i, m) for i, m in problems])
     target = _target_codec(policy.compression, header.compression)
     if target != header.compression:
+        _, records = rec.decode_batch(batch)
         batch = memoryview(rec.build_batch(
             records,
             compression=target,
@@ -143,19 +146,6 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy) -> memoryview:
         rec.set_log_append_time(stamped, 0, policy.now_ms)
         batch = memoryview(stamped)
     return batch
-
-
-def _check_timestamps(header: Any, records: list[Any], policy: Policy) -> None:
-    errors = []
-    for i, r in enumerate(records):
-        ts = header.base_timestamp + r.timestamp_delta
-        if ts == NO_TIMESTAMP:
-            continue
-        if ts < policy.now_ms - policy.before_max_ms or ts > policy.now_ms + policy.after_max_ms:
-            errors.append(RecordError(i, f"timestamp {ts} is out of range"))
-    if errors:
-        raise BatchRejected(ErrorCode.INVALID_TIMESTAMP,
-                            "one or more records have a timestamp outside the allowed range", errors)
 
 
 def _target_codec(policy: str, current: int) -> int:

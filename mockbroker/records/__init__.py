@@ -31,6 +31,7 @@ from mockbroker.records.batch import (
     set_partition_leader_epoch,
     verify_batch,
 )
+from mockbroker.records.check import check_records
 from mockbroker.records.compression import (
     DEFAULT_MAX_SIZE,
     GZIP,
@@ -71,6 +72,7 @@ __all__ = [
     "build_batch",
     "build_control_batch",
     "build_message_set",
+    "check_records",
     "codec_name",
     "compress",
     "decode_batch",
