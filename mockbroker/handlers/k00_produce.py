@@ -18,15 +18,18 @@ transactional id; v8 record errors; v9 flexible; v10 current-leader tags; v13 to
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from mockbroker.batches import BatchRejected, Policy, stored_batch, validate_produce
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import NO_RESPONSE, register
 from mockbroker.protocol import api
+from mockbroker.protocol.errors import error_name
 from mockbroker.state.log import PartitionLog
 
 RESP = api.response_module(0)
+logger = logging.getLogger("mockbroker.produce")
 
 
 def _policy(ctx: Any, topic: Any) -> Policy:
@@ -60,6 +63,8 @@ def _partition(ctx: Any, topic: Any, part: Any, acks: int) -> Any:
         out.base_offset, out.log_append_time_ms = _append(ctx, topic, log, part.records)
         out.log_start_offset = log.log_start_offset
     except BatchRejected as exc:
+        logger.warning("broker %s: produce to %s-%s from %s rejected with %s: %s", ctx.broker_id, topic.name,
+                    part.index, ctx.client_id, error_name(exc.code), exc.message)
         out.error_code, out.error_message = exc.code, exc.message
         out.record_errors = [RESP.BatchIndexAndErrorMessage(e.batch_index, e.message) for e in exc.record_errors]
     except KafkaError as exc:
