@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.server.connection import Connection
 from mockbroker.server.dispatch import dispatch
@@ -24,14 +24,20 @@ class BrokerServer:
         self.port = port
         self.server: asyncio.base_events.Server | None = None
         self.connections: set[Connection] = set()
+        self.tasks: set[asyncio.Future[Any]] = set()  # requests still being answered (long polls)
         self.fetch_sessions = FetchSessionCache(cluster.config["max.incremental.fetch.session.cache.slots"])
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         max_bytes = self.cluster.config["socket.request.max.bytes"]
 
+        def track(task: asyncio.Future[Any]) -> None:
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
         def factory() -> Connection:
-            conn = Connection(self.node_id, lambda c, f: dispatch(self, c, f), max_bytes, self.connections.discard)
+            conn = Connection(self.node_id, lambda c, f: dispatch(self, c, f), max_bytes,
+                              self.connections.discard, track)
             self.connections.add(conn)
             return conn
 
@@ -42,13 +48,12 @@ class BrokerServer:
     async def stop(self) -> None:
         if self.server is not None:
             self.server.close()
-        pending = []
         for conn in list(self.connections):
-            if conn.task is not None:
-                conn.task.cancel()
-                pending.append(conn.task)
             if conn.transport is not None:
                 conn.transport.close()
+        pending = list(self.tasks)
+        for task in pending:
+            task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         if self.server is not None:

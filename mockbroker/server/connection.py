@@ -31,8 +31,10 @@ class CloseConnection(Exception):
 
 class Connection(asyncio.Protocol):
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int,
-                 on_close: Callable[[Connection], None] | None = None) -> None:
+                 on_close: Callable[[Connection], None] | None = None,
+                 on_task: Callable[[asyncio.Future[Any]], None] | None = None) -> None:
         self.broker_id = broker_id
+        self.on_task = on_task
         self.dispatch = dispatch
         self.max_request_bytes = max_request_bytes
         self.on_close = on_close
@@ -120,6 +122,8 @@ class Connection(asyncio.Protocol):
                 self._busy = True
                 self.task = asyncio.ensure_future(result)
                 self.task.add_done_callback(self._async_done)
+                if self.on_task is not None:
+                    self.on_task(self.task)
                 return
         self._maybe_resume_reading()
 
