@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the non-Python Kafka clients the test suite drives: kcat, Sarama (Go, from Debian),
+# kafkajs and @confluentinc/kafka-javascript (npm, linked against Debian's librdkafka).
+# Idempotent: quick when everything is already there.  Needs root for apt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v kcat >/dev/null || need+=(kcat)
+command -v go >/dev/null || need+=(golang-go)
+[ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need+=(golang-github-shopify-sarama-dev)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+dpkg -s librdkafka-dev >/dev/null 2>&1 || need+=(librdkafka-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install-clients: apt-get install ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+else
+  echo "install-clients: apt packages present"
+fi
+
+cd tests/clients/js
+native=node_modules/@confluentinc/kafka-javascript/build/Release/confluent-kafka-javascript.node
+if [ -f node_modules/kafkajs/package.json ] && [ -f "$native" ]; then
+  echo "install-clients: node packages present"
+else
+  echo "install-clients: npm install (kafkajs, @confluentinc/kafka-javascript built against librdkafka-dev)"
+  # Without CKJS_LINKING=dynamic the package tries to download a prebuilt binary, which fails here.
+  CKJS_LINKING=dynamic npm install --no-audit --no-fund --loglevel=error
+  # npm 11 holds install scripts back until approved (package.json's allowScripts approves this one);
+  # rebuilding makes sure the native module is built whichever npm ran.
+  [ -f "$native" ] || CKJS_LINKING=dynamic npm rebuild @confluentinc/kafka-javascript --loglevel=error
+  [ -f "$native" ] || { echo "install-clients: @confluentinc/kafka-javascript did not build" >&2; exit 1; }
+fi
