@@ -10,7 +10,12 @@ from mockbroker.handlers import (
     k02_list_offsets,
     k03_metadata,
     k18_api_versions,
+    k19_create_topics,
+    k20_delete_topics,
     k22_init_producer_id,
+    k23_offset_for_leader_epoch,
+    k37_create_partitions,
+    k60_describe_cluster,
 )
 
 __all__ = [
@@ -19,5 +24,10 @@ __all__ = [
     "k02_list_offsets",
     "k03_metadata",
     "k18_api_versions",
+    "k19_create_topics",
+    "k20_delete_topics",
     "k22_init_producer_id",
+    "k23_offset_for_leader_epoch",
+    "k37_create_partitions",
+    "k60_describe_cluster",
 ]

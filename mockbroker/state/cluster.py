@@ -86,14 +86,18 @@ class ClusterState:
         replication_factor: int | None = None,
         configs: Mapping[str, Any] | None = None,
         validate_only: bool = False,
+        assignment: list[list[int]] | None = None,
     ) -> Topic:
+        """Create (or with ``validate_only`` just check) a topic; ``assignment`` gives each partition's
+        replicas explicitly (the first is the leader)."""
         validate_topic_name(name)
         if name in self.topics:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         count = self.config["num.partitions"] if partitions in (None, -1) else partitions
         if count <= 0:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"number of partitions must be > 0, got {count}")
-        rf = self.config["default.replication.factor"] if replication_factor in (None, -1) else replication_factor
+        default_rf = self.config["default.replication.factor"]
+        rf = default_rf if replication_factor in (None, -1) else replication_factor
         brokers = self.live_broker_ids() or [0]
         if rf <= 0 or rf > len(brokers):
             raise KafkaError(
@@ -102,31 +106,42 @@ class ClusterState:
             )
         topic_config = TopicConfig(self.config, configs)
         topic = Topic(name, uuid.uuid4().bytes, [], topic_config, name.startswith("__"), rf)
-        if validate_only:
-            return topic
-        self._add_partitions(topic, count)
-        self.topics[name] = topic
-        self.topics_by_id[topic.topic_id] = topic
+        self._add_partitions(topic, count, assignment)
+        if not validate_only:
+            self.topics[name] = topic
+            self.topics_by_id[topic.topic_id] = topic
         return topic
 
-    def _add_partitions(self, topic: Topic, count: int) -> None:
+    def _add_partitions(self, topic: Topic, count: int, assignment: list[list[int]] | None = None) -> None:
         brokers = self.live_broker_ids() or [0]
-        for _ in range(count):
+        for i in range(count):
             index = len(topic.partitions)
-            first = (self._placement + index) % len(brokers)
-            replicas = [brokers[(first + r) % len(brokers)] for r in range(topic.replication_factor)]
+            if assignment is not None:
+                replicas = list(assignment[i])
+            else:
+                first = (self._placement + index) % len(brokers)
+                replicas = [brokers[(first + r) % len(brokers)] for r in range(topic.replication_factor)]
             topic.partitions.append(PartitionLog(topic.name, index, replicas[0], replicas))
         self._placement += 1
 
-    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> Topic:
+    def create_partitions(self, name: str, total: int, validate_only: bool = False,
+                          assignment: list[list[int]] | None = None) -> Topic:
         topic = self.topic(name)
         if total <= len(topic.partitions):
             raise KafkaError(
                 ErrorCode.INVALID_PARTITIONS,
                 f"topic {name!r} has {len(topic.partitions)} partitions; {total} would not add any",
             )
+        new = total - len(topic.partitions)
+        if assignment is not None:
+            if len(assignment) != new:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"{len(assignment)} assignments given for {new} new partitions")
+            for replicas in assignment:
+                if not replicas or len(set(replicas)) != len(replicas) or any(b not in self.brokers for b in replicas):
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"invalid replica assignment {replicas}")
         if not validate_only:
-            self._add_partitions(topic, total - len(topic.partitions))
+            self._add_partitions(topic, new, assignment)
         return topic
 
     def delete_topic(self, name: str) -> Topic:
