@@ -67,30 +67,33 @@ def kp_consume(bootstrap: str, topic: str, count: int, api_version: tuple | None
     return got
 
 
+@pytest.mark.parametrize("acks", [0, 1, "all"])
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_default_client_magic_2(cluster: MockCluster, codec: str) -> None:
-    topic = f"kp-v2-{codec}"
+def test_default_client_magic_2(cluster: MockCluster, codec: str, acks: int | str) -> None:
+    topic = f"kp-v2-{codec}-{acks}"
     cluster.create_topic(topic, PARTITIONS)
     recs = workload(COUNT)
-    kp_produce(cluster.bootstrap_servers, topic, recs, None, codec, acks="all")
+    kp_produce(cluster.bootstrap_servers, topic, recs, None, codec, acks=acks)
     check_consumed(recs, kp_consume(cluster.bootstrap_servers, topic, COUNT, None))
 
 
+@pytest.mark.parametrize("acks", [0, 1, "all"])
 @pytest.mark.parametrize("codec", [*OLD_CODECS, "lz4"])
-def test_pinned_0_10_magic_1(cluster: MockCluster, codec: str) -> None:
-    topic = f"kp-v1-{codec}"
+def test_pinned_0_10_magic_1(cluster: MockCluster, codec: str, acks: int | str) -> None:
+    topic = f"kp-v1-{codec}-{acks}"
     cluster.create_topic(topic, PARTITIONS)
     recs = workload(COUNT, with_headers=False)
-    kp_produce(cluster.bootstrap_servers, topic, recs, (0, 10), codec)
+    kp_produce(cluster.bootstrap_servers, topic, recs, (0, 10), codec, acks=acks)
     check_consumed(recs, kp_consume(cluster.bootstrap_servers, topic, COUNT, (0, 10)))
 
 
+@pytest.mark.parametrize("acks", [0, 1, "all"])
 @pytest.mark.parametrize("codec", OLD_CODECS)
-def test_pinned_0_9_magic_0(cluster: MockCluster, codec: str) -> None:
-    topic = f"kp-v0-{codec}"
+def test_pinned_0_9_magic_0(cluster: MockCluster, codec: str, acks: int | str) -> None:
+    topic = f"kp-v0-{codec}-{acks}"
     cluster.create_topic(topic, PARTITIONS)
     recs = workload(COUNT, with_headers=False)
-    kp_produce(cluster.bootstrap_servers, topic, recs, (0, 9), codec)
+    kp_produce(cluster.bootstrap_servers, topic, recs, (0, 9), codec, acks=acks)
     check_consumed(recs, kp_consume(cluster.bootstrap_servers, topic, COUNT, (0, 9)), timestamps=False)
 
 
