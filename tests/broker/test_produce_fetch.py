@@ -214,3 +214,17 @@ def test_list_offsets(one: MockCluster) -> None:
         body = m.ListOffsetsRequest(replica_id=-1, topics=[m.ListOffsetsTopic(
             name="t", partitions=[m.ListOffsetsPartition(partition_index=0, timestamp=-1, max_num_offsets=5)])])
         assert c.call(2, 0, body).topics[0].partitions[0].old_style_offsets == [3, 0]
+
+
+def test_topic_ids_in_produce_v13_and_fetch_v13(one: MockCluster) -> None:
+    topic_id = one.state.topics["t"].topic_id
+    with WireClient(one.brokers[0].port) as c:
+        resp = c.call(0, 13, produce_body(13, "", 0, batch(2), topic_id=topic_id))
+        assert partition_result(resp).error_code == 0 and resp.responses[0].topic_id == topic_id
+        unknown = partition_result(c.call(0, 13, produce_body(13, "", 0, batch(1), topic_id=b"\x09" * 16)))
+        assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        fetched = c.call(1, 16, fetch_body("", 0, 0, topic_id=topic_id))
+        assert fetched.responses[0].topic_id == topic_id
+        assert fetched.responses[0].partitions[0].high_watermark == 2
+        missing = c.call(1, 16, fetch_body("", 0, 0, topic_id=b"\x09" * 16)).responses[0].partitions[0]
+        assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_ID
