@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mockbroker.batches import down_convert
-from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.errors import KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
@@ -111,9 +111,8 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
         return part, 0
     part.high_watermark = part.last_stable_offset = log.high_watermark
     part.log_start_offset = log.log_start_offset
-    if version >= 9 and w.leader_epoch >= 0 and w.leader_epoch != log.leader_epoch:
-        part.error_code = (ErrorCode.FENCED_LEADER_EPOCH if w.leader_epoch < log.leader_epoch
-                           else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    part.error_code = log.epoch_error(w.leader_epoch if version >= 9 else -1)
+    if part.error_code:
         return part, 0
     try:
         result = log.read(w.fetch_offset, min(w.max_bytes, budget), first_always=first or version < 3)

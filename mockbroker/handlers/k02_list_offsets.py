@@ -57,9 +57,8 @@ def _answer(ctx: Any, topic: str, p: Any) -> Any:
     except KafkaError as exc:
         out.error_code = exc.code
         return out
-    epoch = p.current_leader_epoch if ctx.api_version >= 4 else -1
-    if epoch >= 0 and epoch != log.leader_epoch:
-        out.error_code = ErrorCode.FENCED_LEADER_EPOCH if epoch < log.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+    out.error_code = log.epoch_error(p.current_leader_epoch if ctx.api_version >= 4 else -1)
+    if out.error_code:
         return out
     ts = p.timestamp
     if ts == LATEST:

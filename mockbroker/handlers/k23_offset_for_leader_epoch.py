@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.errors import KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -26,9 +26,8 @@ def _answer(ctx: Any, topic: str, p: Any) -> Any:
     except KafkaError as exc:
         out.error_code = exc.code
         return out
-    current = p.current_leader_epoch if ctx.api_version >= 2 else -1
-    if current >= 0 and current != log.leader_epoch:
-        out.error_code = ErrorCode.FENCED_LEADER_EPOCH if current < log.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+    out.error_code = log.epoch_error(p.current_leader_epoch if ctx.api_version >= 2 else -1)
+    if out.error_code:
         return out
     out.leader_epoch, out.end_offset = log.end_offset_for_epoch(p.leader_epoch)
     return out

@@ -119,6 +119,15 @@ class PartitionLog:
                 best = b
         return best
 
+    def epoch_error(self, current_leader_epoch: int) -> int:
+        """The error for a request that names the leader epoch it believes current (-1: unchecked):
+        FENCED_LEADER_EPOCH when it is older than ours, UNKNOWN_LEADER_EPOCH when newer, else 0."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return 0
+        if current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+
     def bump_leader_epoch(self, new_leader: int | None = None) -> None:
         self.leader_epoch += 1
         if new_leader is not None:
