@@ -1,6 +1,6 @@
 """Generate mockbroker's wire codec from Kafka's JSON message specs.
 
-    python tools/gen_protocol.py            # (re)write mockbroker/protocol/messages/ and error_table.py
+    python tools/gen_protocol.py            # (re)write mockbroker/protocol/generated/ and error_table.py
     python tools/gen_protocol.py --check    # fail if the committed output differs from a fresh run
 
 The specs are read from ``../shared/kafka-spec`` beside the repository (or ``$MOCKBROKER_KAFKA_SPEC``).
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = [rel for rel, text in outputs.items()
                  if not (args.out / rel).is_file() or (args.out / rel).read_text() != text]
-        extra = {p.relative_to(args.out).as_posix() for p in (args.out / "messages").glob("*.py")}
+        extra = {p.relative_to(args.out).as_posix() for p in (args.out / "generated").glob("*.py")}
         extra -= set(outputs)
         if stale or extra:
             print("gen_protocol: committed codec differs from the specs; run `make generate`:")
@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"gen_protocol: {len(outputs)} generated files match the specs")
         return 0
-    (args.out / "messages").mkdir(parents=True, exist_ok=True)
-    for old in (args.out / "messages").glob("*.py"):
+    (args.out / "generated").mkdir(parents=True, exist_ok=True)
+    for old in (args.out / "generated").glob("*.py"):
         if old.relative_to(args.out).as_posix() not in outputs:
             old.unlink()
     for rel, text in outputs.items():

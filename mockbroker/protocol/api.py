@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from mockbroker.codec_errors import CodecError, InvalidLengthError, InvalidValueError, TruncatedError
-from mockbroker.protocol.messages import APIS, OTHERS
+from mockbroker.protocol.generated import APIS, OTHERS
 from mockbroker.protocol.runtime import EncodeError, Struct, assemble
 
 __all__ = ["assemble"]
@@ -45,7 +45,7 @@ def module(name: str) -> ModuleType:
     """The generated module for a message, by module name (``produce_request``) or message name."""
     mod = _modules.get(name)
     if mod is None:
-        mod = importlib.import_module(f"mockbroker.protocol.messages.{OTHERS.get(name, name)}")
+        mod = importlib.import_module(f"mockbroker.protocol.generated.{OTHERS.get(name, name)}")
         _modules[name] = mod
     return mod
 

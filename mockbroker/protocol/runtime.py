@@ -1,7 +1,7 @@
 """Runtime support for the generated message codec: the base class of every message struct,
 unsigned-varint helpers, slow-path readers and the output-buffer assembly used by writers.
 
-The generated modules under ``mockbroker.protocol.messages`` inline the hot paths (fixed-width
+The generated modules under ``mockbroker.protocol.generated`` inline the hot paths (fixed-width
 fields through precompiled ``struct.Struct`` objects, one-byte varints) and call into this module
 for everything else.  Nothing here knows about sockets or broker state.
 """

@@ -7,7 +7,7 @@ import struct
 
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import ErrorCode, error_message, error_name, is_retriable
-from mockbroker.protocol.messages import APIS
+from mockbroker.protocol.generated import APIS
 
 
 def test_api_versions_response_always_uses_header_v0() -> None:

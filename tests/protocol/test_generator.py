@@ -34,7 +34,7 @@ def test_generation_is_deterministic_and_matches_committed_output() -> None:
 
 @pytest.mark.skipif(not (SPECS / "kafka-4.3").is_dir(), reason="../shared/kafka-spec is not beside the repo")
 def test_newest_spec_wins_and_old_versions_come_from_the_snapshot() -> None:
-    text = (ROOT / "mockbroker" / "protocol" / "messages" / "produce_request.py").read_text()
+    text = (ROOT / "mockbroker" / "protocol" / "generated" / "produce_request.py").read_text()
     assert "v0-2 kafka-4.0-snapshot, v3-13 kafka-4.3" in text
-    fetch = (ROOT / "mockbroker" / "protocol" / "messages" / "fetch_request.py").read_text()
+    fetch = (ROOT / "mockbroker" / "protocol" / "generated" / "fetch_request.py").read_text()
     assert "v0-3 kafka-4.0-snapshot, v4-18 kafka-4.3" in fetch

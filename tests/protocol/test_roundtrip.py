@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mockbroker.protocol import api
-from mockbroker.protocol.messages import APIS, OTHERS
+from mockbroker.protocol.generated import APIS, OTHERS
 
 from .strategies import message
 

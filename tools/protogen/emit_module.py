@@ -168,8 +168,8 @@ def all_outputs(messages: list[MessageDef], errors_tsv: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     chosen = [m for m in messages if wanted(m)]
     for m in chosen:
-        out[f"messages/{module_name(m)}.py"] = emit_message(m)
-    out["messages/__init__.py"] = emit_index(chosen)
+        out[f"generated/{module_name(m)}.py"] = emit_message(m)
+    out["generated/__init__.py"] = emit_index(chosen)
     out["error_table.py"] = emit_errors(errors_tsv)
     return out
 
