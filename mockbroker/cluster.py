@@ -22,6 +22,7 @@ from mockbroker.server.broker import BrokerServer
 from mockbroker.state.cluster import ClusterState, Topic
 
 T = TypeVar("T")
+TICK_SECONDS = 0.1
 
 
 def parse_topic_spec(spec: str) -> tuple[str, int | None]:
@@ -51,6 +52,7 @@ class MockCluster:
         self._count = brokers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._ticker: asyncio.Future[None] | None = None
 
     # -- async life cycle -------------------------------------------------------------------
     async def start(self) -> MockCluster:
@@ -64,9 +66,19 @@ class MockCluster:
         for name, partitions in self._initial_topics.items():
             if name not in self.state.topics:
                 self.state.create_topic(name, partitions)
+        self._ticker = asyncio.ensure_future(self._tick())
         return self
 
+    async def _tick(self) -> None:
+        """Let time act on state: group session expiry and rebalance deadlines."""
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            self.state.groups.tick()
+
     async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         for server in self.brokers:
             await server.stop()
         self.brokers.clear()

@@ -116,6 +116,11 @@ class Connection(asyncio.Protocol):
             except CloseConnection as exc:
                 self.close(str(exc))
                 return
+            except Exception as exc:  # a broker bug: say so loudly, drop only this connection
+                log.error("broker %s: request from %s failed inside the broker", self.broker_id, self.peer,
+                          exc_info=exc)
+                self.close(f"internal error: {exc!r}")
+                return
             if isinstance(result, list):
                 self.write(result)
             elif result is not None:

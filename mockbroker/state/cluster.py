@@ -15,6 +15,7 @@ from typing import Any
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
+from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.producers import ProducerRegistry
 
@@ -64,6 +65,7 @@ class ClusterState:
         self.topics_by_id: dict[bytes, Topic] = {}
         self.controller_id = 0
         self.producers = ProducerRegistry()
+        self.groups = GroupCoordinator(self.clock, self.config["group.initial.rebalance.delay.ms"])
         self._placement = 0
 
     @property
@@ -77,6 +79,14 @@ class ClusterState:
 
     def live_broker_ids(self) -> list[int]:
         return sorted(self.brokers)
+
+    def coordinator_for(self, key: str) -> BrokerInfo:
+        """The broker that coordinates a group or transactional id (a stable hash over brokers)."""
+        ids = self.live_broker_ids()
+        h = 0
+        for ch in key.encode():
+            h = (h * 31 + ch) & 0x7FFFFFFF
+        return self.brokers[ids[h % len(ids)]]
 
     # -- topics -----------------------------------------------------------------------------
     def create_topic(

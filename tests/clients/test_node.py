@@ -52,8 +52,25 @@ def test_kafkajs_produces(cluster: MockCluster, codec: str, acks: str) -> None:
     result = node("kafkajs_client.js", "produce", cluster.bootstrap_servers, topic, codec, acks, str(COUNT),
                   str(PARTITIONS))
     assert result.returncode == 0 and f"acked {COUNT}" in result.stdout, result.stderr[-2000:]
-    # kafkajs consumes only through consumer groups, not served yet: read back with confluent-kafka
+    # kafkajs consumes only through a consumer group
+    consumed = node("kafkajs_client.js", "consume", cluster.bootstrap_servers, topic, f"g-{topic}", "-",
+                    str(COUNT), "-")
+    assert consumed.returncode == 0, consumed.stderr[-2000:]
+    check_consumed(expected("kafkajs"), parse(consumed.stdout))
+    # and confluent-kafka reads the same bytes
     check_consumed(expected("kafkajs"), confluent_consume(cluster.bootstrap_servers, topic, COUNT))
+
+
+def parse(stdout: str) -> dict[int, list[tuple[int, Rec]]]:
+    got: dict[int, list[tuple[int, Rec]]] = {}
+    for line in stdout.splitlines():
+        p, o, k, v, h, ts = line.split("\t")
+        headers = tuple(tuple(kv.split("=", 1)) for kv in h.split(";") if kv)
+        got.setdefault(int(p), []).append(
+            (int(o), Rec(int(p), k.encode(), v.encode(), tuple((a, b.encode()) for a, b in headers), int(ts))))
+    for recs in got.values():
+        recs.sort(key=lambda r: r[0])
+    return got
 
 
 @needs("@confluentinc/kafka-javascript")
@@ -67,10 +84,4 @@ def test_confluent_javascript_produces_and_consumes(cluster: MockCluster, codec:
     assert produced.returncode == 0 and f"acked {COUNT}" in produced.stdout, produced.stderr[-2000:]
     consumed = node("confluent_js_client.js", "consume", *common, "-", "-", str(COUNT), str(PARTITIONS))
     assert consumed.returncode == 0, consumed.stderr[-2000:]
-    got: dict[int, list[tuple[int, Rec]]] = {}
-    for line in consumed.stdout.splitlines():
-        p, o, k, v, h, ts = line.split("\t")
-        headers = tuple(tuple(kv.split("=", 1)) for kv in h.split(";") if kv)
-        got.setdefault(int(p), []).append(
-            (int(o), Rec(int(p), k.encode(), v.encode(), tuple((a, b.encode()) for a, b in headers), int(ts))))
-    check_consumed(expected("confluent-js"), got)
+    check_consumed(expected("confluent-js"), parse(consumed.stdout))

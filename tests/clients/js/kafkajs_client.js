@@ -1,14 +1,40 @@
-// kafkajs_client: produce records with kafkajs for mockbroker's tests.
+// kafkajs_client: produce and consume with kafkajs for mockbroker's tests.
 //   node kafkajs_client.js produce BROKERS TOPIC CODEC ACKS COUNT PARTITIONS
-// Sends key-<i> / value-<i>-x... with header origin=kafkajs and timestamp BASE+i to partition i%P,
-// then prints "acked N".  (kafkajs consumes only through consumer groups, which the broker does
-// not serve yet, so the Python test reads the records back with confluent-kafka.)
+//   node kafkajs_client.js consume BROKERS TOPIC GROUP - COUNT -
+// produce sends key-<i> / value-<i>-x... with header origin=kafkajs and timestamp BASE+i to
+// partition i%P, then prints "acked N".  consume joins GROUP (kafkajs consumes only through
+// consumer groups), reads COUNT records from the beginning and prints one tab-separated line per
+// record: partition, offset, key, value, headers (k=v;...), timestamp.
 const { Kafka, CompressionTypes, logLevel } = require("kafkajs");
+
+async function consume(kafka, topic, group, n) {
+  // a short fetch wait: disconnect() waits for the fetch in flight
+  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 200 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let seen = 0;
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${seen} records`)), 60000);
+    consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        const headers = Object.entries(message.headers || {}).map(([k, v]) => `${k}=${v}`).join(";");
+        console.log([partition, message.offset, message.key, message.value, headers, message.timestamp].join("\t"));
+        seen += 1;
+        if (seen === n) {
+          clearTimeout(timer);
+          resolve();
+        }
+      },
+    }).catch(reject);
+  });
+  await consumer.disconnect();
+}
 
 async function main() {
   const [mode, brokers, topic, codec, acks, count, partitions] = process.argv.slice(2);
-  if (mode !== "produce") throw new Error(`unknown mode ${mode}`);
   const kafka = new Kafka({ clientId: "kafkajs-test", brokers: brokers.split(","), logLevel: logLevel.ERROR });
+  if (mode === "consume") return consume(kafka, topic, codec, Number(count));
+  if (mode !== "produce") throw new Error(`unknown mode ${mode}`);
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
   const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }[codec];

@@ -1,0 +1,61 @@
+"""OffsetFetch: v0-10.
+
+Behavior:
+- Committed offsets (-1 when none) with leader epoch (v5+) and metadata; a null topic list (v2+)
+  means every partition the group committed.
+- v8+ ask for several groups at once; v10 names topics by id. NOT_COORDINATOR on the wrong broker
+  (per group from v8, top level from v2 before that).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(9)
+
+
+def _offsets(ctx: Any, group_id: str, topics: list[Any] | None, by_id: bool) -> dict[str, list[tuple]]:
+    groups = ctx.cluster.groups
+    out: dict[str, list[tuple]] = {}
+    if topics is None:
+        for (topic, partition), (offset, epoch, meta) in sorted(groups.committed_all(group_id).items()):
+            out.setdefault(topic, []).append((partition, offset, epoch, meta))
+        return out
+    for t in topics:
+        name = t.name
+        if by_id:
+            topic = ctx.cluster.topics_by_id.get(t.topic_id)
+            name = topic.name if topic else ""
+        for partition in t.partition_indexes:
+            offset, epoch, meta = groups.committed(group_id, name, partition)
+            out.setdefault(name, []).append((partition, offset, epoch, meta))
+    return out
+
+
+@register(9, 0, 10)
+def handle(ctx: Any, req: Any) -> Any:
+    if ctx.api_version >= 8:
+        results = []
+        for g in req.groups:
+            code = not_coordinator(ctx, g.group_id)
+            found = {} if code else _offsets(ctx, g.group_id, g.topics, ctx.api_version >= 10)
+            results.append(RESP.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
+                RESP.OffsetFetchResponseTopics(
+                    name=name, topic_id=ctx.cluster.topics[name].topic_id if name in ctx.cluster.topics else b"\0" * 16,
+                    partitions=[RESP.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o,
+                                                                   committed_leader_epoch=e, metadata=m)
+                                for p, o, e, m in parts])
+                for name, parts in found.items()]))
+        return RESP.OffsetFetchResponse(groups=results)
+    code = not_coordinator(ctx, req.group_id)
+    found = {} if code else _offsets(ctx, req.group_id, req.topics, False)
+    return RESP.OffsetFetchResponse(error_code=code, topics=[
+        RESP.OffsetFetchResponseTopic(name=name, partitions=[
+            RESP.OffsetFetchResponsePartition(partition_index=p, committed_offset=o, committed_leader_epoch=e,
+                                              metadata=m, error_code=code if ctx.api_version < 2 else 0)
+            for p, o, e, m in parts])
+        for name, parts in found.items()])

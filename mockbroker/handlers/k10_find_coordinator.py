@@ -1,0 +1,43 @@
+"""FindCoordinator: v0-6.
+
+Behavior:
+- Group (key type 0) and transaction (key type 1) coordinators are spread over the brokers by a
+  stable hash of the key; other key types -> INVALID_REQUEST.
+- v0-3 answer one key; v4+ answer a batch (coordinator_keys).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(10)
+
+
+def _find(ctx: Any, key: str, key_type: int) -> tuple[int, str | None, Any]:
+    if key_type not in (0, 1):
+        return ErrorCode.INVALID_REQUEST, f"key type {key_type} is not served", None
+    if not key and key_type == 0:
+        return ErrorCode.INVALID_REQUEST, "empty group id", None
+    return 0, None, ctx.cluster.coordinator_for(key)
+
+
+@register(10, 0, 6)
+def handle(ctx: Any, req: Any) -> Any:
+    key_type = req.key_type if ctx.api_version >= 1 else 0
+    if ctx.api_version >= 4:
+        coordinators = []
+        for key in req.coordinator_keys:
+            code, message, broker = _find(ctx, key, key_type)
+            found = RESP.Coordinator(key=key, error_code=code, error_message=message, node_id=-1, host="", port=-1)
+            if broker is not None:
+                found.node_id, found.host, found.port = broker.node_id, broker.host, broker.port
+            coordinators.append(found)
+        return RESP.FindCoordinatorResponse(coordinators=coordinators)
+    code, message, broker = _find(ctx, req.key, key_type)
+    if broker is None:
+        return RESP.FindCoordinatorResponse(error_code=code, error_message=message, node_id=-1, host="", port=-1)
+    return RESP.FindCoordinatorResponse(error_code=0, node_id=broker.node_id, host=broker.host, port=broker.port)

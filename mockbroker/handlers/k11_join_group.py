@@ -1,0 +1,55 @@
+"""JoinGroup: v0-9 (classic protocol).
+
+Behavior:
+- NOT_COORDINATOR on the wrong broker; INVALID_GROUP_ID for an empty id; INCONSISTENT_GROUP_PROTOCOL
+  when the protocol type or the offered assignors do not match the group's members.
+- v4+: a first join without a member id gets MEMBER_ID_REQUIRED and its new id.
+- The answer waits until every known member has rejoined (or the rebalance timeout passes); the
+  leader gets every member's metadata. A new group waits `group.initial.rebalance.delay.ms`
+  (0 by default here, so tests settle fast; Kafka's default is 3000).
+- v0 has no rebalance timeout: the session timeout serves for both, as in Kafka.
+
+Not yet modelled: static membership (group.instance.id fencing), KIP-848 groups.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.handlers.groups_common import not_coordinator, reply_future
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+from mockbroker.state.groups import JoinResult
+
+RESP = api.response_module(11)
+
+
+def _response(ctx: Any, req: Any, result: JoinResult) -> Any:
+    name = result.protocol_name
+    if name is None and ctx.api_version < 7:
+        name = ""  # nullable only from v7
+    return RESP.JoinGroupResponse(
+        error_code=result.error, generation_id=result.generation, protocol_type=req.protocol_type,
+        protocol_name=name, leader=result.leader, member_id=result.member_id,
+        members=[RESP.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
+                 for m, i, meta in result.members],
+    )
+
+
+@register(11, 0, 9)
+def handle(ctx: Any, req: Any) -> Any:
+    code = not_coordinator(ctx, req.group_id)
+    if code:
+        return _response(ctx, req, JoinResult(code, member_id=req.member_id))
+    future, reply = reply_future()
+    rebalance_ms = req.rebalance_timeout_ms if ctx.api_version >= 1 else req.session_timeout_ms
+    ctx.cluster.groups.join(req.group_id, req.member_id, req.group_instance_id, ctx.client_id or "",
+                            req.session_timeout_ms, rebalance_ms, req.protocol_type,
+                            [(p.name, bytes(p.metadata)) for p in req.protocols], ctx.api_version >= 4, reply)
+    if future.done():
+        return _response(ctx, req, future.result())
+    return _wait(ctx, req, future)
+
+
+async def _wait(ctx: Any, req: Any, future: Any) -> Any:
+    return _response(ctx, req, await future)

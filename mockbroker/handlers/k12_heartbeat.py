@@ -1,0 +1,22 @@
+"""Heartbeat: v0-4 (classic protocol).
+
+Behavior: keeps a member's session alive; REBALANCE_IN_PROGRESS while the group rebalances,
+UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, NOT_COORDINATOR on the wrong broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(12)
+
+
+@register(12, 0, 4)
+def handle(ctx: Any, req: Any) -> Any:
+    code = not_coordinator(ctx, req.group_id) or ctx.cluster.groups.heartbeat(
+        req.group_id, req.member_id, req.generation_id)
+    return RESP.HeartbeatResponse(error_code=code)

@@ -1,0 +1,28 @@
+"""LeaveGroup: v0-5 (classic protocol).
+
+Behavior: removes the member (v0-2) or the listed members (v3+, each answered) and rebalances the
+rest; UNKNOWN_MEMBER_ID for members the group does not have; NOT_COORDINATOR on the wrong broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(13)
+
+
+@register(13, 0, 5)
+def handle(ctx: Any, req: Any) -> Any:
+    code = not_coordinator(ctx, req.group_id)
+    if code:
+        return RESP.LeaveGroupResponse(error_code=code)
+    groups = ctx.cluster.groups
+    if ctx.api_version < 3:
+        return RESP.LeaveGroupResponse(error_code=groups.leave(req.group_id, req.member_id))
+    members = [RESP.MemberResponse(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                   error_code=groups.leave(req.group_id, m.member_id)) for m in req.members]
+    return RESP.LeaveGroupResponse(error_code=0, members=members)

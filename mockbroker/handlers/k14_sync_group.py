@@ -1,0 +1,41 @@
+"""SyncGroup: v0-5 (classic protocol).
+
+Behavior:
+- The leader's assignments are handed to every member; followers wait for the leader.
+- UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS (a new rebalance started),
+  NOT_COORDINATOR on the wrong broker. v5 echoes the protocol type and name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.handlers.groups_common import not_coordinator, reply_future
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(14)
+
+
+def _response(ctx: Any, req: Any, code: int, assignment: bytes) -> Any:
+    group = ctx.cluster.groups.groups.get(req.group_id)
+    return RESP.SyncGroupResponse(error_code=code, assignment=assignment,
+                                  protocol_type=group.protocol_type if group else None,
+                                  protocol_name=group.protocol_name if group else None)
+
+
+@register(14, 0, 5)
+def handle(ctx: Any, req: Any) -> Any:
+    code = not_coordinator(ctx, req.group_id)
+    if code:
+        return RESP.SyncGroupResponse(error_code=code, assignment=b"")
+    future, reply = reply_future()
+    assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
+    ctx.cluster.groups.sync(req.group_id, req.member_id, req.generation_id, assignments, reply)
+    if future.done():
+        return _response(ctx, req, *future.result())
+    return _wait(ctx, req, future)
+
+
+async def _wait(ctx: Any, req: Any, future: Any) -> Any:
+    return _response(ctx, req, *(await future))

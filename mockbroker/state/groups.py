@@ -1,0 +1,262 @@
+"""Consumer groups, classic protocol: membership, rebalances, assignments and committed offsets.
+
+Plain synchronous state.  Joins and syncs that must wait for other members are given a callback
+(``reply``) that the group calls when the answer is ready; the server turns those into futures.
+Time only moves through :meth:`GroupCoordinator.tick`, which the server calls periodically with
+the clock's time, so tests can drive rebalances and session expiry with a manual clock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+
+EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
+
+
+@dataclass
+class JoinResult:
+    error: int
+    generation: int = -1
+    protocol_name: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)  # for the leader only
+
+
+@dataclass
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+    last_seen_ms: int
+    assignment: bytes = b""
+    join_reply: Callable[[JoinResult], None] | None = None
+    sync_reply: Callable[[int, bytes], None] | None = None
+
+
+@dataclass
+class Group:
+    group_id: str
+    state: str = EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    pending_ids: set[str] = field(default_factory=set)
+    rebalance_deadline_ms: int = 0
+    initial_rebalance: bool = False
+    offsets: dict[tuple[str, int], tuple[int, int, str | None]] = field(default_factory=dict)
+
+
+class GroupCoordinator:
+    def __init__(self, clock: Any, initial_delay_ms: int = 0) -> None:
+        self.clock = clock
+        self.initial_delay_ms = initial_delay_ms
+        self.groups: dict[str, Group] = {}
+
+    def group(self, group_id: str) -> Group:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        return group
+
+    # -- JoinGroup ------------------------------------------------------------------------------
+    def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, session_ms: int,
+             rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]], require_known: bool,
+             reply: Callable[[JoinResult], None]) -> None:
+        if not group_id:
+            reply(JoinResult(ErrorCode.INVALID_GROUP_ID))
+            return
+        group = self.group(group_id)
+        if group.members and protocol_type != group.protocol_type:
+            reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        if group.members and not self._common_protocols(group, protocols):
+            reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        if not member_id:
+            member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+            if require_known:  # JoinGroup v4+: the client must come back with the id it is given
+                group.pending_ids.add(member_id)
+                reply(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+                return
+        elif member_id not in group.members and member_id not in group.pending_ids:
+            reply(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
+            return
+        group.pending_ids.discard(member_id)
+        now = self.clock.now_ms()
+        member = group.members.get(member_id)
+        if member is None:
+            member = group.members[member_id] = Member(member_id, instance_id, client_id, session_ms, rebalance_ms,
+                                                       protocols, now)
+        member.protocols, member.session_timeout_ms, member.rebalance_timeout_ms = protocols, session_ms, rebalance_ms
+        member.last_seen_ms = now
+        member.join_reply = reply
+        group.protocol_type = protocol_type
+        if group.state in (EMPTY, STABLE, COMPLETING):
+            self._start_rebalance(group, now, initial=group.state == EMPTY)
+        self._maybe_complete_join(group)
+
+    def _common_protocols(self, group: Group, protocols: list[tuple[str, bytes]]) -> set[str]:
+        names = {name for name, _ in protocols}
+        for m in group.members.values():
+            names &= {name for name, _ in m.protocols}
+        return names
+
+    def _start_rebalance(self, group: Group, now: int, initial: bool) -> None:
+        for m in group.members.values():  # members waiting in a sync are told to rejoin
+            if m.sync_reply is not None:
+                m.sync_reply(ErrorCode.REBALANCE_IN_PROGRESS, b"")
+                m.sync_reply = None
+        group.state = PREPARING
+        group.initial_rebalance = initial
+        timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        group.rebalance_deadline_ms = now + (self.initial_delay_ms if initial else timeout)
+
+    def _maybe_complete_join(self, group: Group, deadline_passed: bool = False) -> None:
+        if group.state != PREPARING:
+            return
+        if not deadline_passed:
+            if not all(m.join_reply is not None for m in group.members.values()):
+                return  # still waiting for known members to rejoin
+            if group.initial_rebalance and self.clock.now_ms() < group.rebalance_deadline_ms:
+                return  # group.initial.rebalance.delay.ms: give more members the chance to join
+        for mid in [mid for mid, m in group.members.items() if m.join_reply is None]:
+            del group.members[mid]  # did not rejoin in time
+        if not group.members:
+            group.state, group.leader, group.protocol_name = EMPTY, None, None
+            group.generation += 1
+            return
+        group.generation += 1
+        if group.leader not in group.members:
+            group.leader = next(iter(group.members))
+        leader = group.members[group.leader]
+        common = self._common_protocols(group, leader.protocols)
+        group.protocol_name = next(name for name, _ in leader.protocols if name in common)
+        group.state = COMPLETING
+        roster = [(m.member_id, m.group_instance_id, dict(m.protocols)[group.protocol_name])
+                  for m in group.members.values()]
+        for m in group.members.values():
+            reply, m.join_reply = m.join_reply, None
+            m.assignment = b""
+            assert reply is not None
+            reply(JoinResult(0, group.generation, group.protocol_name, group.leader, m.member_id,
+                             roster if m.member_id == group.leader else []))
+
+    # -- SyncGroup ------------------------------------------------------------------------------
+    def sync(self, group_id: str, member_id: str, generation: int, assignments: dict[str, bytes],
+             reply: Callable[[int, bytes], None]) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group else None
+        if group is None or member is None:
+            reply(ErrorCode.UNKNOWN_MEMBER_ID, b"")
+            return
+        if generation != group.generation:
+            reply(ErrorCode.ILLEGAL_GENERATION, b"")
+            return
+        member.last_seen_ms = self.clock.now_ms()
+        if group.state == PREPARING:
+            reply(ErrorCode.REBALANCE_IN_PROGRESS, b"")
+            return
+        if group.state == STABLE:
+            reply(0, member.assignment)
+            return
+        member.sync_reply = reply
+        if member_id == group.leader:
+            for m in group.members.values():
+                m.assignment = assignments.get(m.member_id, b"")
+            group.state = STABLE
+            for m in group.members.values():
+                if m.sync_reply is not None:
+                    m.sync_reply(0, m.assignment)
+                    m.sync_reply = None
+
+    # -- Heartbeat / LeaveGroup -------------------------------------------------------------------
+    def heartbeat(self, group_id: str, member_id: str, generation: int) -> int:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group else None
+        if group is None or member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        member.last_seen_ms = self.clock.now_ms()
+        if group.state == PREPARING:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        return 0
+
+    def leave(self, group_id: str, member_id: str) -> int:
+        group = self.groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._remove(group, [member_id])
+        return 0
+
+    def _remove(self, group: Group, member_ids: list[str]) -> None:
+        for mid in member_ids:
+            member = group.members.pop(mid, None)
+            if member is not None and member.join_reply is not None:
+                member.join_reply(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=mid))
+        if group.leader in member_ids:
+            group.leader = None
+        now = self.clock.now_ms()
+        if not group.members:
+            if group.state != EMPTY:
+                group.state = EMPTY
+                group.generation += 1
+            return
+        if group.state != PREPARING:
+            self._start_rebalance(group, now, initial=False)
+        self._maybe_complete_join(group)
+
+    def tick(self) -> None:
+        """Expire members whose session ran out and finish rebalances whose time is up."""
+        now = self.clock.now_ms()
+        for group in list(self.groups.values()):
+            expired = [mid for mid, m in group.members.items()
+                       if m.join_reply is None and now - m.last_seen_ms > m.session_timeout_ms]
+            if expired:
+                self._remove(group, expired)
+            if group.state == PREPARING and now >= group.rebalance_deadline_ms:
+                self._maybe_complete_join(group, deadline_passed=True)
+
+    # -- offsets ----------------------------------------------------------------------------------
+    def commit(self, group_id: str, member_id: str, generation: int,
+               offsets: list[tuple[str, int, int, int, str | None]]) -> int:
+        group = self.group(group_id)
+        if generation >= 0 or member_id:
+            if member_id not in group.members:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if group.state == COMPLETING:
+                return ErrorCode.REBALANCE_IN_PROGRESS
+            if generation != group.generation:
+                return ErrorCode.ILLEGAL_GENERATION
+            # while PreparingRebalance the old generation may still commit (commit on revoke), as in Kafka
+        elif group.members:
+            return ErrorCode.ILLEGAL_GENERATION  # a simple commit into a group with members
+        for topic, partition, offset, epoch, metadata in offsets:
+            group.offsets[(topic, partition)] = (offset, epoch, metadata)
+        return 0
+
+    def committed(self, group_id: str, topic: str, partition: int) -> tuple[int, int, str | None]:
+        group = self.groups.get(group_id)
+        if group is None:
+            return -1, -1, ""
+        return group.offsets.get((topic, partition), (-1, -1, ""))
+
+    def committed_all(self, group_id: str) -> dict[tuple[str, int], tuple[int, int, str | None]]:
+        group = self.groups.get(group_id)
+        return dict(group.offsets) if group else {}
+
+
+def check_group_id(group_id: str | None) -> None:
+    if not group_id:
+        raise KafkaError(ErrorCode.INVALID_GROUP_ID, "empty group id")

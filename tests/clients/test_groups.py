@@ -1,0 +1,115 @@
+"""Consumer groups (classic protocol) with real clients: balanced assignment, rebalance when a
+member leaves, committed offsets that a new member resumes from."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from mockbroker.cluster import MockCluster
+
+pytestmark = pytest.mark.clients
+
+
+def fill(cluster: MockCluster, topic: str, count: int, partitions: int) -> None:
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5})
+    for i in range(count):
+        p.produce(topic, f"v{i}".encode(), partition=i % partitions)
+    assert p.flush(10) == 0
+
+
+def consumer(cluster: MockCluster, group: str, **conf: object) -> Consumer:
+    return Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                     "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+                     "heartbeat.interval.ms": 200, **conf})
+
+
+def poll_until(consumers: list[Consumer], done: Callable[[list], bool], timeout: float = 20) -> list:
+    seen = []
+    deadline = time.monotonic() + timeout
+    while not done(seen) and time.monotonic() < deadline:
+        for c in consumers:
+            m = c.poll(0.05)
+            if m is not None and m.error() is None:
+                seen.append((m.partition(), m.offset()))
+    return seen
+
+
+def test_confluent_group_balances_and_rebalances_on_leave() -> None:
+    with MockCluster(brokers=3, topics={"orders": 6}) as cluster:
+        fill(cluster, "orders", 600, 6)
+        members = [consumer(cluster, "g") for _ in range(3)]
+        for c in members:
+            c.subscribe(["orders"])
+        seen = poll_until(members, lambda s: len(s) >= 600)
+        assert len(seen) == 600 and len(set(seen)) == 600
+        assert sorted(len(c.assignment()) for c in members) == [2, 2, 2]
+        members[0].close()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and sorted(len(c.assignment()) for c in members[1:]) != [3, 3]:
+            poll_until(members[1:], lambda s: False, timeout=0.2)
+        assert sorted(len(c.assignment()) for c in members[1:]) == [3, 3]
+        for c in members[1:]:
+            c.close()
+
+
+def test_committed_offsets_survive_and_a_new_member_resumes() -> None:
+    with MockCluster(brokers=1, topics={"t": 2}) as cluster:
+        fill(cluster, "t", 100, 2)
+        first = consumer(cluster, "resume", **{"enable.auto.commit": False})
+        first.subscribe(["t"])
+        seen = poll_until([first], lambda s: len(s) >= 100)
+        assert len(seen) == 100
+        first.commit(asynchronous=False)
+        first.close()
+        fill(cluster, "t", 10, 2)
+        second = consumer(cluster, "resume")
+        second.subscribe(["t"])
+        later = poll_until([second], lambda s: len(s) >= 10)
+        second.close()
+        assert sorted(later) == [(p, o) for p in (0, 1) for o in range(50, 55)]
+
+
+def test_kafka_python_group_consumer() -> None:
+    from kafka import KafkaConsumer
+
+    with MockCluster(brokers=2, topics={"kp": 4}) as cluster:
+        fill(cluster, "kp", 400, 4)
+        c = KafkaConsumer("kp", bootstrap_servers=cluster.bootstrap_servers, group_id="kp-group",
+                          auto_offset_reset="earliest", consumer_timeout_ms=10_000)
+        try:
+            got = 0
+            for _ in c:
+                got += 1
+                if got == 400:
+                    break
+            assert got == 400
+            c.commit()
+        finally:
+            c.close()
+        assert len(cluster.state.groups.committed_all("kp-group")) == 4
+
+
+async def test_aiokafka_group_consumer() -> None:
+    from aiokafka import AIOKafkaConsumer
+
+    async with MockCluster(brokers=2, topics={"aio": 4}) as cluster:
+        await asyncio.to_thread(fill, cluster, "aio", 400, 4)
+        c = AIOKafkaConsumer("aio", bootstrap_servers=cluster.bootstrap_servers, group_id="aio-group",
+                             auto_offset_reset="earliest")
+        await c.start()
+        try:
+            got = 0
+            async with asyncio.timeout(20):
+                while got < 400:
+                    batches = await c.getmany(timeout_ms=500)
+                    got += sum(len(v) for v in batches.values())
+            assert got == 400
+            await c.commit()
+        finally:
+            await c.stop()
+        assert len(cluster.state.groups.committed_all("aio-group")) == 4
