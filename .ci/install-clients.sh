@@ -22,10 +22,10 @@ fi
 
 cd tests/clients/js
 native=node_modules/@confluentinc/kafka-javascript/build/Release/confluent-kafka-javascript.node
-if [ -f node_modules/kafkajs/package.json ] && [ -f "$native" ]; then
+if [ -f node_modules/kafkajs/package.json ] && [ -f node_modules/kafkajs-lz4/package.json ] && [ -f "$native" ]; then
   echo "install-clients: node packages present"
 else
-  echo "install-clients: npm install (kafkajs, @confluentinc/kafka-javascript built against librdkafka-dev)"
+  echo "install-clients: npm install (kafkajs and its snappy/lz4 plugins, @confluentinc/kafka-javascript built against librdkafka-dev)"
   # Without CKJS_LINKING=dynamic the package tries to download a prebuilt binary, which fails here.
   CKJS_LINKING=dynamic npm install --no-audit --no-fund --loglevel=error
   # npm 11 holds install scripts back until approved (package.json's allowScripts approves this one);

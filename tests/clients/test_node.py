@@ -45,7 +45,9 @@ def expected(origin: str, with_timestamps: bool = True) -> list[Rec]:
 
 @needs("kafkajs")
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
-@pytest.mark.parametrize("codec", ["none", "gzip"])  # kafkajs ships only gzip; the others need plugins
+# kafkajs ships gzip; snappy and lz4 come from plugins; its zstd plugin needs a native build that
+# does not compile with this Node, so zstd is not covered for kafkajs
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
 def test_kafkajs_produces(cluster: MockCluster, codec: str, acks: str) -> None:
     topic = f"kafkajs-{codec}-{acks}"
     cluster.create_topic(topic, PARTITIONS)

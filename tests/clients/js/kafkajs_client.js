@@ -5,7 +5,12 @@
 // partition i%P, then prints "acked N".  consume joins GROUP (kafkajs consumes only through
 // consumer groups), reads COUNT records from the beginning and prints one tab-separated line per
 // record: partition, offset, key, value, headers (k=v;...), timestamp.
-const { Kafka, CompressionTypes, logLevel } = require("kafkajs");
+const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require("kafkajs");
+
+// kafkajs ships gzip only; snappy and lz4 come from the kafkajs-snappy and kafkajs-lz4 plugins.
+CompressionCodecs[CompressionTypes.Snappy] = require("kafkajs-snappy");
+const LZ4Codec = require("kafkajs-lz4");
+CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
 
 async function consume(kafka, topic, group, n) {
   // a short fetch wait: disconnect() waits for the fetch in flight
@@ -37,7 +42,12 @@ async function main() {
   if (mode !== "produce") throw new Error(`unknown mode ${mode}`);
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
-  const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }[codec];
+  const compression = {
+    none: CompressionTypes.None,
+    gzip: CompressionTypes.GZIP,
+    snappy: CompressionTypes.Snappy,
+    lz4: CompressionTypes.LZ4,
+  }[codec];
   const n = Number(count);
   const p = Number(partitions);
   const base = 1760000000000;
