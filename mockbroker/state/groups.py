@@ -228,6 +228,20 @@ class GroupCoordinator:
             if group.state == PREPARING and now >= group.rebalance_deadline_ms:
                 self._maybe_complete_join(group, deadline_passed=True)
 
+    # -- listing and deleting -------------------------------------------------------------------
+    def listed(self) -> list[Group]:
+        """Groups that exist: with members, or with committed offsets."""
+        return [g for g in self.groups.values() if g.members or g.offsets or g.state != EMPTY]
+
+    def delete(self, group_id: str) -> int:
+        group = self.groups.get(group_id)
+        if group is None or not (group.members or group.offsets):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        del self.groups[group_id]
+        return 0
+
     # -- offsets ----------------------------------------------------------------------------------
     def commit(self, group_id: str, member_id: str, generation: int,
                offsets: list[tuple[str, int, int, int, str | None]]) -> int:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 
 from mockbroker.cluster import MockCluster
 
@@ -113,3 +113,25 @@ async def test_aiokafka_group_consumer() -> None:
         finally:
             await c.stop()
         assert len(cluster.state.groups.committed_all("aio-group")) == 4
+
+
+def test_confluent_admin_lists_describes_and_deletes_groups() -> None:
+    from confluent_kafka.admin import AdminClient
+
+    with MockCluster(brokers=3, topics={"adm": 2}) as cluster:
+        fill(cluster, "adm", 20, 2)
+        member = consumer(cluster, "watched")
+        member.subscribe(["adm"])
+        assert len(poll_until([member], lambda s: len(s) >= 20)) == 20
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        listed = admin.list_consumer_groups().result(10)
+        assert [g.group_id for g in listed.valid] == ["watched"]
+        described = admin.describe_consumer_groups(["watched"])["watched"].result(10)
+        assert str(described.state).endswith("STABLE") and len(described.members) == 1
+        assert {tp.partition for tp in described.members[0].assignment.topic_partitions} == {0, 1}
+        with pytest.raises(KafkaException, match="NON_EMPTY_GROUP"):
+            admin.delete_consumer_groups(["watched"])["watched"].result(10)
+        member.commit(asynchronous=False)
+        member.close()
+        admin.delete_consumer_groups(["watched"])["watched"].result(10)
+        assert "watched" not in cluster.state.groups.groups

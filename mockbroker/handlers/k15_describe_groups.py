@@ -1,0 +1,42 @@
+"""DescribeGroups: v0-6 (classic groups).
+
+Behavior: state, protocol type and name, and every member with its metadata (for the chosen
+protocol) and assignment; an unknown group is described as Dead with no members (Kafka does the
+same; v6 answers GROUP_ID_NOT_FOUND for it); NOT_COORDINATOR on the wrong broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(15)
+NO_OPERATIONS = -(2**31)
+
+
+def _describe(ctx: Any, group_id: str) -> Any:
+    code = not_coordinator(ctx, group_id)
+    group = None if code else ctx.cluster.groups.groups.get(group_id)
+    if code or group is None or not (group.members or group.offsets):
+        if not code and ctx.api_version >= 6:
+            code = ErrorCode.GROUP_ID_NOT_FOUND
+        return RESP.DescribedGroup(error_code=code, group_id=group_id, group_state="Dead", protocol_type="",
+                                   protocol_data="", members=[], authorized_operations=NO_OPERATIONS)
+    members = []
+    for m in group.members.values():
+        metadata = dict(m.protocols).get(group.protocol_name or "", b"")
+        members.append(RESP.DescribedGroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                                 client_id=m.client_id, client_host="/127.0.0.1",
+                                                 member_metadata=metadata, member_assignment=m.assignment))
+    return RESP.DescribedGroup(error_code=0, group_id=group_id, group_state=group.state,
+                               protocol_type=group.protocol_type or "", protocol_data=group.protocol_name or "",
+                               members=members, authorized_operations=NO_OPERATIONS)
+
+
+@register(15, 0, 6)
+def handle(ctx: Any, req: Any) -> Any:
+    return RESP.DescribeGroupsResponse(groups=[_describe(ctx, g) for g in req.groups])

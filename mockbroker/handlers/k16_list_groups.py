@@ -1,0 +1,32 @@
+"""ListGroups: v0-5.
+
+Behavior: the groups this broker coordinates, with protocol type, state (v4+ filter by state) and
+type "classic" (v5+ filter by type). Group ids are spread over brokers, as in Kafka, so a client
+asks every broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(16)
+
+
+@register(16, 0, 5)
+def handle(ctx: Any, req: Any) -> Any:
+    states = {s.lower() for s in (req.states_filter or [])} if ctx.api_version >= 4 else set()
+    types = {t.lower() for t in (req.types_filter or [])} if ctx.api_version >= 5 else set()
+    listed = []
+    for group in ctx.cluster.groups.listed():
+        if ctx.cluster.coordinator_for(group.group_id).node_id != ctx.broker_id:
+            continue
+        if states and group.state.lower() not in states:
+            continue
+        if types and "classic" not in types:
+            continue
+        listed.append(RESP.ListedGroup(group_id=group.group_id, protocol_type=group.protocol_type or "",
+                                       group_state=group.state, group_type="classic"))
+    return RESP.ListGroupsResponse(error_code=0, groups=listed)

@@ -1,0 +1,23 @@
+"""DeleteGroups: v0-2.
+
+Behavior: deletes empty groups with their committed offsets; NON_EMPTY_GROUP while members remain,
+GROUP_ID_NOT_FOUND for unknown groups, NOT_COORDINATOR on the wrong broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(42)
+
+
+@register(42, 0, 2)
+def handle(ctx: Any, req: Any) -> Any:
+    return RESP.DeleteGroupsResponse(results=[
+        RESP.DeletableGroupResult(group_id=g, error_code=not_coordinator(ctx, g) or ctx.cluster.groups.delete(g))
+        for g in req.groups_names
+    ])
