@@ -1,13 +1,22 @@
 """CreateTopics: v0-7.
 
 Behavior:
-- Per topic: partitions and replication factor (-1 = broker defaults, v4+), manual replica
-  assignments (broker ids must exist -> INVALID_REPLICA_ASSIGNMENT; with assignments both counts
-  must be -1 -> INVALID_REQUEST), configs (bad values -> INVALID_CONFIG), validate_only.
-- TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_TOPIC_EXCEPTION;
-  a name given twice in one request -> INVALID_REQUEST for each.
-- error_message from v1; v5+ answers topic id, counts and the topic's configs (source 5 =
-  default, 1 = set on the topic).
+- Checks run in Kafka's (KRaft controller's) order, the first failure answering for the topic:
+  a name given more than once -> one INVALID_REQUEST result for that name; a request adding more
+  than 10,000 partitions in all -> POLICY_VIOLATION for every topic; then per topic an illegal or
+  colliding name ('.' vs '_') -> INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, configs (null
+  value, a name Kafka does not know, or a value it would refuse -> INVALID_CONFIG), then counts.
+- num_partitions / replication_factor: -1 means the broker defaults (`num.partitions`,
+  `default.replication.factor`); non-positive -> INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR,
+  more replicas than brokers -> INVALID_REPLICATION_FACTOR.
+- Manual assignments (partition -> broker ids): both counts must then be -1 (else INVALID_REQUEST);
+  partitions must be 0..n-1 once each, replicas distinct, registered brokers, the same number for
+  every partition (else INVALID_REPLICA_ASSIGNMENT). The first replica leads.
+- validate_only runs every check and creates nothing. timeout_ms is ignored (creation is instant).
+- error_message from v1. v5+ successes carry the topic id (v7), partition count, replication factor
+  and configs: every config the mock models plus any set on the topic, with source
+  1 (DYNAMIC_TOPIC_CONFIG) when set on the topic, 4 (STATIC_BROKER_CONFIG) when the cluster's
+  config changed the broker default, else 5 (DEFAULT_CONFIG); never read-only or sensitive.
 """
 
 from __future__ import annotations
@@ -18,65 +27,94 @@ from typing import Any
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
-from mockbroker.state.config import TOPIC_TO_BROKER
+from mockbroker.state.cluster import MAX_PARTITIONS_PER_REQUEST, Topic
+from mockbroker.state.config import BROKER_DEFAULTS, TOPIC_TO_BROKER
 
 RESP = api.response_module(19)
-SOURCE_TOPIC, SOURCE_DEFAULT = 1, 5
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
-def _assignments(ctx: Any, t: Any) -> list[list[int]] | None:
+def _error(name: str, code: int, message: str | None) -> Any:
+    return RESP.CreatableTopicResult(name=name, error_code=code, error_message=message,
+                                     num_partitions=-1, replication_factor=-1, configs=None)
+
+
+def _assignment(ctx: Any, t: Any) -> list[list[int]] | None:
+    """The request's manual assignment as replica lists in partition order, checked."""
     if not t.assignments:
         return None
     if t.num_partitions != -1 or t.replication_factor != -1:
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         "both numPartitions and replicationFactor must be -1 when assignments are given")
-    by_index = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, "
+                         "but numPartitions and replicationFactor were not both set to -1.")
+    by_index: dict[int, list[int]] = {}
+    for a in t.assignments:
+        if a.partition_index in by_index:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Found multiple manual partition assignments for partition {a.partition_index}")
+        by_index[a.partition_index] = list(a.broker_ids)
     if sorted(by_index) != list(range(len(by_index))):
-        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partition indexes must be 0..n-1")
-    lengths = {len(b) for b in by_index.values()}
-    for brokers in by_index.values():
-        if not brokers or len(set(brokers)) != len(brokers) or any(b not in ctx.cluster.brokers for b in brokers):
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"invalid replica assignment {brokers}")
-    if len(lengths) != 1:
-        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "every partition needs the same number of replicas")
-    return [by_index[i] for i in range(len(by_index))]
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         "partitions should be a consecutive 0-based integer sequence")
+    assignment = [by_index[i] for i in range(len(by_index))]
+    ctx.cluster.check_assignment(assignment)
+    return assignment
 
 
-def _result(ctx: Any, t: Any, validate_only: bool) -> Any:
-    out = RESP.CreatableTopicResult(name=t.name, num_partitions=-1, replication_factor=-1, configs=None)
-    try:
-        assignment = _assignments(ctx, t)
-        configs = {c.name: c.value for c in t.configs}
-        if assignment is not None:
-            topic = ctx.cluster.create_topic(t.name, len(assignment), len(assignment[0]), configs,
-                                             validate_only=validate_only, assignment=assignment)
-        else:
-            topic = ctx.cluster.create_topic(t.name, t.num_partitions, t.replication_factor, configs,
-                                             validate_only=validate_only)
-    except KafkaError as exc:
-        out.error_code, out.error_message = exc.code, exc.message
-        return out
-    out.topic_id = topic.topic_id
-    out.num_partitions = len(topic.partitions)
-    out.replication_factor = topic.replication_factor
-    out.configs = [
+def _partition_count(ctx: Any, t: Any) -> int:
+    if t.assignments:
+        return len(t.assignments)
+    return ctx.cluster.config["num.partitions"] if t.num_partitions == -1 else max(t.num_partitions, 0)
+
+
+def _source(ctx: Any, topic: Topic, name: str) -> int:
+    if not topic.config.is_default(name):
+        return DYNAMIC_TOPIC_CONFIG
+    broker_key = TOPIC_TO_BROKER[name]
+    return DEFAULT_CONFIG if ctx.cluster.config[broker_key] == BROKER_DEFAULTS[broker_key][0] else STATIC_BROKER_CONFIG
+
+
+def _configs(ctx: Any, topic: Topic) -> list[Any]:
+    return [
         RESP.CreatableTopicConfigs(name=name, value=str(topic.config[name]), read_only=False,
-                                   config_source=SOURCE_DEFAULT if topic.config.is_default(name) else SOURCE_TOPIC,
-                                   is_sensitive=False)
-        for name in sorted(TOPIC_TO_BROKER)
+                                   config_source=_source(ctx, topic, name), is_sensitive=False)
+        for name in sorted(set(TOPIC_TO_BROKER) | set(topic.config.overrides))
     ]
-    return out
+
+
+def _create(ctx: Any, t: Any, validate_only: bool) -> Any:
+    cluster = ctx.cluster
+    configs = {c.name: c.value for c in t.configs}
+    try:
+        cluster.check_new_topic(t.name)
+        cluster.check_topic_configs(configs)
+        assignment = _assignment(ctx, t)
+        if assignment is None:
+            topic = cluster.create_topic(t.name, t.num_partitions, t.replication_factor, configs,
+                                         validate_only=validate_only)
+        else:
+            topic = cluster.create_topic(t.name, len(assignment), len(assignment[0]), configs,
+                                         validate_only=validate_only, assignment=assignment)
+    except KafkaError as exc:
+        return _error(t.name, exc.code, exc.message)
+    return RESP.CreatableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=0, error_message=None,
+                                     num_partitions=len(topic.partitions),
+                                     replication_factor=topic.replication_factor, configs=_configs(ctx, topic))
 
 
 @register(19, 0, 7)
 def handle(ctx: Any, req: Any) -> Any:
     counts = Counter(t.name for t in req.topics)
+    unique = [t for t in req.topics if counts[t.name] == 1]
+    if sum(_partition_count(ctx, t) for t in unique) > MAX_PARTITIONS_PER_REQUEST:
+        message = "Excessively large number of partitions per request."
+        return RESP.CreateTopicsResponse(topics=[_error(t.name, ErrorCode.POLICY_VIOLATION, message)
+                                                 for t in req.topics])
     results = []
+    reported: set[str] = set()
     for t in req.topics:
-        if counts[t.name] > 1:
-            results.append(RESP.CreatableTopicResult(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
-                                                     error_message="topic named more than once in the request",
-                                                     num_partitions=-1, replication_factor=-1, configs=None))
-            continue
-        results.append(_result(ctx, t, req.validate_only))
+        if counts[t.name] == 1:
+            results.append(_create(ctx, t, req.validate_only))
+        elif t.name not in reported:
+            reported.add(t.name)
+            results.append(_error(t.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
     return RESP.CreateTopicsResponse(topics=results)

@@ -1,16 +1,22 @@
 """DeleteTopics: v0-6.
 
 Behavior:
-- By name (topic_names, v0-5; topics[].name, v6+) or by id (topics[].topic_id, v6+).
-- Unknown names -> UNKNOWN_TOPIC_OR_PARTITION, unknown ids -> UNKNOWN_TOPIC_ID; results carry
-  the name and (v6+) the id; error_message from v5.
+- Topics by name (topic_names, v0-5; topics[].name, v6+) or by id (topics[].topic_id, v6+).
+- Unknown names -> UNKNOWN_TOPIC_OR_PARTITION, unknown ids -> UNKNOWN_TOPIC_ID; an entry with both
+  a name and an id, or neither, -> INVALID_REQUEST; a name or id given twice -> one INVALID_REQUEST
+  result for it.
+- `delete.topic.enable=false` in the cluster config refuses every topic: TOPIC_DELETION_DISABLED
+  (v3+) or INVALID_REQUEST (v0-2).
+- Results carry the name (also for a topic found by id) and, v6+, the topic id; error_message
+  from v5. Deletion is instant, so timeout_ms is ignored.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import ZERO_UUID
@@ -18,16 +24,18 @@ from mockbroker.protocol.runtime import ZERO_UUID
 RESP = api.response_module(20)
 
 
+def _result(name: str | None, topic_id: bytes, code: int = 0, message: str | None = None) -> Any:
+    return RESP.DeletableTopicResult(name=name, topic_id=topic_id, error_code=code, error_message=message)
+
+
 def _delete(ctx: Any, name: str | None, topic_id: bytes) -> Any:
-    out = RESP.DeletableTopicResult(name=name, topic_id=topic_id)
     try:
         if name is None:
             name = ctx.cluster.topic_by_id(topic_id).name
         topic = ctx.cluster.delete_topic(name)
-        out.name, out.topic_id = topic.name, topic.topic_id
     except KafkaError as exc:
-        out.error_code, out.error_message = exc.code, exc.message
-    return out
+        return _result(name, topic_id, exc.code, exc.message)
+    return _result(topic.name, topic.topic_id)
 
 
 @register(20, 0, 6)
@@ -36,4 +44,27 @@ def handle(ctx: Any, req: Any) -> Any:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in req.topic_names]
-    return RESP.DeleteTopicsResponse(responses=[_delete(ctx, name, tid) for name, tid in wanted])
+    if not ctx.cluster.topic_deletion_enabled:
+        code = ErrorCode.TOPIC_DELETION_DISABLED if ctx.api_version >= 3 else ErrorCode.INVALID_REQUEST
+        return RESP.DeleteTopicsResponse(responses=[_result(n, i, code, "Topic deletion is disabled.")
+                                                    for n, i in wanted])
+    keys = Counter(name if name is not None else topic_id for name, topic_id in wanted
+                   if (name is None) != (topic_id == ZERO_UUID))
+    reported: set[str | bytes] = set()
+    results = []
+    for name, topic_id in wanted:
+        key = name if name is not None else topic_id
+        if name is not None and topic_id != ZERO_UUID:
+            results.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST,
+                                   "You may not specify both topic name and topic id."))
+        elif name is None and topic_id == ZERO_UUID:
+            results.append(_result(None, topic_id, ErrorCode.INVALID_REQUEST,
+                                   "Neither topic name nor id were specified."))
+        elif keys[key] > 1:
+            if key not in reported:
+                reported.add(key)
+                kind = "name" if name is not None else "id"
+                results.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST, f"Duplicate topic {kind}."))
+        else:
+            results.append(_delete(ctx, name, topic_id))
+    return RESP.DeleteTopicsResponse(responses=results)

@@ -1,18 +1,20 @@
 """OffsetForLeaderEpoch: v0-4.
 
 Behavior:
-- Per partition: the end offset of the requested leader epoch (the start of the next epoch, or
-  the high watermark for the current one), and the largest epoch at or below the requested one.
-- Unknown topic/partition -> UNKNOWN_TOPIC_OR_PARTITION; not the leader here ->
-  NOT_LEADER_OR_FOLLOWER; current_leader_epoch (v2+, -1 = unchecked) older than the partition's
-  -> FENCED_LEADER_EPOCH, newer -> UNKNOWN_LEADER_EPOCH.
+- Per partition, the end offset of the requested leader epoch (the start offset of the next epoch,
+  or the log end for the current one) and the largest epoch at or below it (v1+ carries it);
+  an epoch newer than the partition's -> leader_epoch -1, end_offset -1.
+- Checks in Kafka's order: unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; this broker
+  not a replica -> NOT_LEADER_OR_FOLLOWER; current_leader_epoch (v2+, -1 = unchecked) older than
+  the partition's -> FENCED_LEADER_EPOCH, newer -> UNKNOWN_LEADER_EPOCH; a replica that is not the
+  leader -> NOT_LEADER_OR_FOLLOWER. Consumers (replica_id < 0, v3+) and followers are answered alike.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -20,16 +22,20 @@ RESP = api.response_module(23)
 
 
 def _answer(ctx: Any, topic: str, p: Any) -> Any:
-    out = RESP.EpochEndOffset(partition=p.partition, leader_epoch=-1, end_offset=-1)
+    out = RESP.EpochEndOffset(partition=p.partition, error_code=0, leader_epoch=-1, end_offset=-1)
     try:
-        log = ctx.cluster.leader_partition(topic, p.partition, ctx.broker_id)
+        log = ctx.cluster.partition(topic, p.partition)
     except KafkaError as exc:
         out.error_code = exc.code
         return out
-    out.error_code = log.epoch_error(p.current_leader_epoch if ctx.api_version >= 2 else -1)
-    if out.error_code:
+    if ctx.broker_id not in log.replicas:
+        out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         return out
-    out.leader_epoch, out.end_offset = log.end_offset_for_epoch(p.leader_epoch)
+    out.error_code = log.epoch_error(p.current_leader_epoch if ctx.api_version >= 2 else -1)
+    if not out.error_code and log.leader != ctx.broker_id:
+        out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if not out.error_code:
+        out.leader_epoch, out.end_offset = log.end_offset_for_epoch(p.leader_epoch)
     return out
 
 

@@ -1,9 +1,14 @@
 """CreatePartitions: v0-3.
 
 Behavior:
-- Raises a topic's partition count (not larger -> INVALID_PARTITIONS), optionally with replica
-  assignments for the new partitions (wrong count or unknown brokers -> INVALID_REPLICA_ASSIGNMENT),
-  validate_only; unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a topic named twice -> INVALID_REQUEST.
+- Raises a topic's partition count to `count`: unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a count
+  not larger than today's -> INVALID_PARTITIONS.
+- Optional assignments for the new partitions (first replica leads): one per new partition, replicas
+  distinct, registered brokers, as many as the topic's replication factor; otherwise
+  INVALID_REPLICA_ASSIGNMENT. Without them new partitions are spread over the brokers.
+- A topic named more than once -> one INVALID_REQUEST result for it; a request adding more than
+  10,000 partitions in all -> POLICY_VIOLATION for every topic (Kafka's controller batch limit).
+- validate_only runs every check and changes nothing; timeout_ms is ignored (growth is instant).
 """
 
 from __future__ import annotations
@@ -14,28 +19,46 @@ from typing import Any
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
+from mockbroker.state.cluster import MAX_PARTITIONS_PER_REQUEST
 
 RESP = api.response_module(37)
 
 
+def _result(name: str, code: int = 0, message: str | None = None) -> Any:
+    return RESP.CreatePartitionsTopicResult(name=name, error_code=code, error_message=message)
+
+
 def _grow(ctx: Any, t: Any, validate_only: bool) -> Any:
-    out = RESP.CreatePartitionsTopicResult(name=t.name)
+    cluster = ctx.cluster
+    assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
     try:
-        assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
-        ctx.cluster.create_partitions(t.name, t.count, validate_only, assignment)
+        topic = cluster.topic(t.name)
+        if assignment is not None and len(assignment) == t.count - len(topic.partitions) > 0:
+            cluster.check_assignment(assignment, topic.replication_factor)
+        cluster.create_partitions(t.name, t.count, validate_only, assignment)
     except KafkaError as exc:
-        out.error_code, out.error_message = exc.code, exc.message
-    return out
+        return _result(t.name, exc.code, exc.message)
+    return _result(t.name)
+
+
+def _new_partitions(ctx: Any, t: Any) -> int:
+    topic = ctx.cluster.topics.get(t.name)
+    return max(t.count - len(topic.partitions), 0) if topic is not None else 0
 
 
 @register(37, 0, 3)
 def handle(ctx: Any, req: Any) -> Any:
     counts = Counter(t.name for t in req.topics)
+    if sum(_new_partitions(ctx, t) for t in req.topics if counts[t.name] == 1) > MAX_PARTITIONS_PER_REQUEST:
+        message = "Excessively large number of partitions per request."
+        return RESP.CreatePartitionsResponse(results=[_result(t.name, ErrorCode.POLICY_VIOLATION, message)
+                                                      for t in req.topics])
     results = []
+    reported: set[str] = set()
     for t in req.topics:
-        if counts[t.name] > 1:
-            results.append(RESP.CreatePartitionsTopicResult(
-                name=t.name, error_code=ErrorCode.INVALID_REQUEST, error_message="topic named more than once"))
-        else:
+        if counts[t.name] == 1:
             results.append(_grow(ctx, t, req.validate_only))
+        elif t.name not in reported:
+            reported.add(t.name)
+            results.append(_result(t.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
     return RESP.CreatePartitionsResponse(results=results)

@@ -21,6 +21,28 @@ from mockbroker.state.producers import ProducerRegistry
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
+# Kafka's controller refuses a CreateTopics/CreatePartitions request adding more partitions than this.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
+# The topic-level configs Kafka accepts and the kind of value each takes (``list`` = comma list of
+# cleanup policies).  Only those in config.TOPIC_TO_BROKER change what the mock does; the others are
+# stored and reported back.  Kafka 3.x names that 4.0 dropped are still accepted.
+KAFKA_TOPIC_CONFIGS: dict[str, type] = {
+    "cleanup.policy": list, "compression.type": str, "compression.gzip.level": int,
+    "compression.lz4.level": int, "compression.zstd.level": int, "delete.retention.ms": int,
+    "file.delete.delay.ms": int, "flush.messages": int, "flush.ms": int,
+    "follower.replication.throttled.replicas": str, "index.interval.bytes": int,
+    "leader.replication.throttled.replicas": str, "local.retention.bytes": int, "local.retention.ms": int,
+    "max.compaction.lag.ms": int, "max.message.bytes": int, "message.downconversion.enable": bool,
+    "message.format.version": str, "message.timestamp.after.max.ms": int,
+    "message.timestamp.before.max.ms": int, "message.timestamp.difference.max.ms": int,
+    "message.timestamp.type": str, "min.cleanable.dirty.ratio": float, "min.compaction.lag.ms": int,
+    "min.insync.replicas": int, "preallocate": bool, "remote.log.copy.disable": bool,
+    "remote.log.delete.on.disable": bool, "remote.storage.enable": bool, "retention.bytes": int,
+    "retention.ms": int, "segment.bytes": int, "segment.index.bytes": int, "segment.jitter.ms": int,
+    "segment.ms": int, "unclean.leader.election.enable": bool,
+}
+_CLEANUP_POLICIES = ("delete", "compact")
 
 
 @dataclass
@@ -54,6 +76,29 @@ def validate_topic_name(name: str) -> None:
         )
 
 
+def _check_topic_config_value(name: str, value: str, kind: type) -> None:
+    """Kafka's type (and, for two configs, range) check of a topic config value: INVALID_CONFIG."""
+    text = value.strip()
+    if kind is bool:
+        ok = text.lower() in ("true", "false")
+    elif kind is list:
+        ok = all(p.strip() in _CLEANUP_POLICIES for p in text.split(","))
+    elif kind in (int, float):
+        try:
+            number = kind(text)
+        except ValueError:
+            number = None
+        ok = number is not None
+        if name == "min.insync.replicas":
+            ok = ok and number >= 1
+        elif name == "min.cleanable.dirty.ratio":
+            ok = ok and 0 <= number <= 1
+    else:
+        ok = True
+    if not ok:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}")
+
+
 class ClusterState:
     """Everything the mock brokers share."""
 
@@ -79,6 +124,11 @@ class ClusterState:
 
     def live_broker_ids(self) -> list[int]:
         return sorted(self.brokers)
+
+    @property
+    def topic_deletion_enabled(self) -> bool:
+        """Kafka's ``delete.topic.enable`` (on unless the cluster config turns it off)."""
+        return str(self.config.get("delete.topic.enable", True)).strip().lower() != "false"
 
     def coordinator_for(self, key: str) -> BrokerInfo:
         """The broker that coordinates a group or transactional id (a stable hash over brokers)."""
@@ -121,6 +171,53 @@ class ClusterState:
             self.topics[name] = topic
             self.topics_by_id[topic.topic_id] = topic
         return topic
+
+    def check_new_topic(self, name: str) -> None:
+        """Kafka's checks on a name about to be created, in its order: a legal name, not taken
+        (TOPIC_ALREADY_EXISTS), and not equal to an existing name once '.' and '_' are unified."""
+        validate_topic_name(name)
+        if name in self.topics:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if "." in name or "_" in name:
+            unified = name.replace(".", "_")
+            for other in self.topics:
+                if other.replace(".", "_") == unified:
+                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                     f"Topic '{name}' collides with existing topic: {other}")
+
+    def check_topic_configs(self, configs: Mapping[str, str | None]) -> None:
+        """INVALID_CONFIG for null values, names Kafka does not know, and values Kafka would refuse."""
+        nulls = [k for k, v in configs.items() if v is None]
+        if nulls:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}")
+        for key, value in configs.items():
+            kind = KAFKA_TOPIC_CONFIGS.get(key)
+            if kind is None:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
+            _check_topic_config_value(key, str(value), kind)
+        TopicConfig(self.config, configs)  # the values the mock acts on get its own checks too
+
+    def check_assignment(self, assignment: list[list[int]], replication_factor: int | None = None) -> None:
+        """INVALID_REPLICA_ASSIGNMENT unless every partition lists distinct, registered brokers and all
+        partitions have the same number of replicas (``replication_factor`` when given)."""
+        for replicas in assignment:
+            if not replicas:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "The manual partition assignment includes an empty replica list.")
+            if len(set(replicas)) != len(replicas):
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"The manual partition assignment {replicas} names a broker more than once.")
+            for broker in replicas:
+                if broker not in self.brokers:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"The manual partition assignment includes broker {broker}, "
+                                     "but no such broker is registered.")
+            if replication_factor is None:
+                replication_factor = len(replicas)
+            elif len(replicas) != replication_factor:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"The manual partition assignment includes a partition with {len(replicas)} "
+                                 f"replica(s), but other partitions have {replication_factor}.")
 
     def _add_partitions(self, topic: Topic, count: int, assignment: list[list[int]] | None = None) -> None:
         brokers = self.live_broker_ids() or [0]
