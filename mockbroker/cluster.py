@@ -70,10 +70,10 @@ class MockCluster:
         return self
 
     async def _tick(self) -> None:
-        """Let time act on state: group session expiry and rebalance deadlines."""
+        """Let time act on state: groups, transaction timeouts and markers, producer expiry."""
         while True:
             await asyncio.sleep(TICK_SECONDS)
-            self.state.groups.tick()
+            self.state.tick()
 
     async def stop(self) -> None:
         if self._ticker is not None:

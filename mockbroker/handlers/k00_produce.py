@@ -11,6 +11,15 @@ Behavior:
   zstd before v7 -> UNSUPPORTED_COMPRESSION_TYPE, timestamps -> INVALID_TIMESTAMP with the records
   named in record_errors (v8+).
 - Offsets are assigned here; LogAppendTime topics answer log_append_time_ms.
+- Idempotent batches (producer id >= 0) are checked against the partition's producer state (see
+  mockbroker.state.producer_state): a retry of one of the producer's last 5 batches is answered
+  with its original offsets and not stored again; sequence gaps -> OUT_OF_ORDER_SEQUENCE_NUMBER,
+  old epochs -> INVALID_PRODUCER_EPOCH, a producer unknown here not starting at 0 ->
+  UNKNOWN_PRODUCER_ID.
+- Transactional batches must go to a partition of the producer's open transaction (Kafka's
+  KIP-890 verification), else INVALID_TXN_STATE; Produce v12+ adds the partition implicitly.
+- Test hook: while ``cluster.drop_produce_responses`` is above 0, a request that appended data
+  closes the connection instead of answering (and counts it down).
 
 Version notes: v0-2 carry magic 0/1 message sets (converted to magic 2 for storage); v3 adds the
 transactional id; v8 record errors; v9 flexible; v10 current-leader tags; v13 topic ids.
@@ -21,12 +30,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mockbroker import records as rec
 from mockbroker.batches import BatchRejected, Policy, stored_batch, validate_produce
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import NO_RESPONSE, register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
+from mockbroker.server.connection import CloseConnection
 from mockbroker.state.log import PartitionLog
+from mockbroker.state.producer_state import last_sequence
 
 RESP = api.response_module(0)
 logger = logging.getLogger("mockbroker.produce")
@@ -48,10 +60,35 @@ def _policy(ctx: Any, topic: Any) -> Policy:
 def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any) -> tuple[int, int]:
     policy = _policy(ctx, topic)
     batches = validate_produce(data, ctx.api_version, policy)
+    append_time = policy.now_ms if policy.log_append_time else -1
+    if len(batches) == 1:
+        header = rec.parse_batch_header(batches[0])
+        if header.producer_id >= 0:
+            return _append_idempotent(ctx, topic, log, batches[0], header), append_time
     first = log.next_offset
     for batch in batches:
         log.append(stored_batch(batch, log.next_offset, log.leader_epoch))
-    return first, (policy.now_ms if policy.log_append_time else -1)
+    return first, append_time
+
+
+def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryview, header: Any) -> int:
+    pid, epoch, first_seq = header.producer_id, header.producer_epoch, header.base_sequence
+    last_seq = last_sequence(first_seq, header.last_offset_delta + 1)
+    producers = log.producers
+    duplicate = producers.duplicate_of(pid, epoch, first_seq, last_seq)
+    if duplicate is not None:
+        logger.info("broker %s: %s-%s: batch %s..%s of producer %s epoch %s is a retry; answered with offset %s",
+                    ctx.broker_id, topic.name, log.index, first_seq, last_seq, pid, epoch, duplicate.first_offset)
+        return duplicate.first_offset
+    transactional = header.is_transactional
+    producers.check_append(pid, epoch, first_seq, transactional, f"{topic.name}-{log.index}")
+    if transactional:
+        ctx.cluster.transactions.check_produce(pid, epoch, topic.name, log.index, ctx.api_version >= 12)
+    stored = stored_batch(batch, log.next_offset, log.leader_epoch)
+    producers.record_append(pid, epoch, first_seq, last_seq, stored.base_offset, stored.last_offset,
+                            header.max_timestamp, ctx.cluster.clock.now_ms(), transactional)
+    log.append(stored)
+    return stored.base_offset
 
 
 def _partition(ctx: Any, topic: Any, part: Any, acks: int) -> Any:
@@ -69,6 +106,9 @@ def _partition(ctx: Any, topic: Any, part: Any, acks: int) -> Any:
         out.record_errors = [RESP.BatchIndexAndErrorMessage(e.batch_index, e.message) for e in exc.record_errors]
     except KafkaError as exc:
         out.error_code, out.error_message = exc.code, exc.message
+        if exc.code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+            logger.warning("broker %s: produce to %s-%s from %s refused with %s: %s", ctx.broker_id, topic.name,
+                           part.index, ctx.client_id, error_name(exc.code), exc.message)
         if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
             log = ctx.cluster.partition(topic.name, part.index)
             out.current_leader = RESP.LeaderIdAndEpoch(leader_id=log.leader, leader_epoch=log.leader_epoch)
@@ -90,6 +130,7 @@ def _unknown_topic_response(td: Any, code: int) -> Any:
 def handle(ctx: Any, req: Any) -> Any:
     responses = []
     leaders_named: set[int] = set()
+    appended = False
     for td in req.topic_data:
         try:
             topic = ctx.cluster.topic_by_id(td.topic_id) if ctx.api_version >= 13 else ctx.cluster.topic(td.name)
@@ -99,6 +140,10 @@ def handle(ctx: Any, req: Any) -> Any:
         parts = [_partition(ctx, topic, p, req.acks) for p in td.partition_data]
         leaders_named.update(p.current_leader.leader_id for p in parts if p.error_code == 6)
         responses.append(RESP.TopicProduceResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
+        appended = appended or any(p.error_code == 0 for p in parts)
+    if appended and ctx.cluster.drop_produce_responses > 0:
+        ctx.cluster.drop_produce_responses -= 1
+        raise CloseConnection("test hook drop_produce_responses: data appended, closing before the answer")
     if req.acks == 0:
         return NO_RESPONSE
     endpoints = []

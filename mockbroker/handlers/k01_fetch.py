@@ -9,6 +9,9 @@ Behavior:
 - Errors per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER,
   OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (current_leader_epoch, v9+).
 - Incremental fetch sessions (KIP-227, v7+): see mockbroker.state.fetch_sessions.
+- isolation_level read_committed (v4+): only batches below the last stable offset (the first
+  offset of the oldest open transaction), and the aborted transactions overlapping the returned
+  offsets so the client can drop their records. Every answer (v4+) carries the last stable offset.
 
 Version notes: v0-1 are served magic 0 and v2-3 magic 1, down-converted from the stored magic-2
 batches (headers dropped); v4 adds isolation level, last stable offset and aborted transactions;
@@ -109,19 +112,25 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
     log = w.log
     if log is None:
         return part, 0
-    part.high_watermark = part.last_stable_offset = log.high_watermark
+    part.high_watermark = log.high_watermark
+    part.last_stable_offset = stable = log.last_stable_offset
     part.log_start_offset = log.log_start_offset
     part.error_code = log.epoch_error(w.leader_epoch if version >= 9 else -1)
     if part.error_code:
         return part, 0
     try:
-        result = log.read(w.fetch_offset, min(w.max_bytes, budget), first_always=first or version < 3)
+        result = log.read(w.fetch_offset, min(w.max_bytes, budget), first_always=first or version < 3,
+                          end_offset=stable if isolation else None)
     except KafkaError as exc:
         part.error_code = exc.code
         return part, 0
     if not result.buffers:
         part.records = b""  # Kafka answers empty (not null) records
         return part, 0
+    if isolation:
+        aborted = log.producers.aborted_between(w.fetch_offset, result.batches[-1].last_offset + 1)
+        part.aborted_transactions = [RESP.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                                     for a in aborted]
     if version < 4:
         part.records = down_convert(result.buffers, 0 if version < 2 else 1)
         return part, len(part.records)

@@ -2,7 +2,8 @@
 
 Behavior:
 - Timestamp -2 earliest (log start), -1 latest (high watermark, or the last stable offset for
-  read_committed, v2+), -3 the record with the largest timestamp (v7+), -4 earliest local (v8+,
+  read_committed, v2+; a timestamp search then only finds offsets below it), -3 the record with the
+  largest timestamp (v7+), -4 earliest local (v8+,
   the log start here), -5 latest tiered (v9+: -1, nothing is tiered); any other timestamp: the first
   record at or after it, or offset -1 when there is none.
 - Only the partition leader answers: NOT_LEADER_OR_FOLLOWER elsewhere; unknown topics and partitions
@@ -50,7 +51,7 @@ def _max_timestamp(log: PartitionLog) -> tuple[int, int]:
     return best_ts, best_offset
 
 
-def _answer(ctx: Any, topic: str, p: Any) -> Any:
+def _answer(ctx: Any, req: Any, topic: str, p: Any) -> Any:
     out = RESP.ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1)
     try:
         log = ctx.cluster.leader_partition(topic, p.partition_index, ctx.broker_id)
@@ -61,8 +62,9 @@ def _answer(ctx: Any, topic: str, p: Any) -> Any:
     if out.error_code:
         return out
     ts = p.timestamp
+    committed_only = ctx.api_version >= 2 and req.isolation_level == 1
     if ts == LATEST:
-        out.offset = log.high_watermark
+        out.offset = log.last_stable_offset if committed_only else log.high_watermark
     elif ts in (EARLIEST, EARLIEST_LOCAL):
         out.offset = log.log_start_offset
     elif ts == LATEST_TIERED:
@@ -73,6 +75,8 @@ def _answer(ctx: Any, topic: str, p: Any) -> Any:
         out.error_code = ErrorCode.INVALID_REQUEST
     else:
         out.timestamp, out.offset = _first_at_or_after(log, ts)
+    if committed_only and ts >= 0 and out.offset >= log.last_stable_offset:
+        out.timestamp, out.offset = -1, -1  # not yet readable by a read_committed consumer
     if ctx.api_version == 0:
         offsets = [out.offset] if out.offset >= 0 else []
         if ts == LATEST and log.log_start_offset != log.high_watermark:
@@ -86,6 +90,6 @@ def _answer(ctx: Any, topic: str, p: Any) -> Any:
 def handle(ctx: Any, req: Any) -> Any:
     topics = []
     for t in req.topics:
-        parts = [_answer(ctx, t.name, p) for p in t.partitions]
+        parts = [_answer(ctx, req, t.name, p) for p in t.partitions]
         topics.append(RESP.ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return RESP.ListOffsetsResponse(topics=topics)

@@ -5,12 +5,15 @@ Behavior:
   means every partition the group committed.
 - v8+ ask for several groups at once; v10 names topics by id. NOT_COORDINATOR on the wrong broker
   (per group from v8, top level from v2 before that).
+- Offsets committed inside an open transaction stay invisible until it commits; with
+  require_stable (v7+) their partitions answer UNSTABLE_OFFSET_COMMIT (retriable) instead.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mockbroker.errors import ErrorCode
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -18,12 +21,14 @@ from mockbroker.protocol import api
 RESP = api.response_module(9)
 
 
-def _offsets(ctx: Any, group_id: str, topics: list[Any] | None, by_id: bool) -> dict[str, list[tuple]]:
+def _offsets(ctx: Any, group_id: str, topics: list[Any] | None, by_id: bool,
+             require_stable: bool) -> dict[str, list[tuple]]:
     groups = ctx.cluster.groups
     out: dict[str, list[tuple]] = {}
     if topics is None:
         for (topic, partition), (offset, epoch, meta) in sorted(groups.committed_all(group_id).items()):
-            out.setdefault(topic, []).append((partition, offset, epoch, meta))
+            out.setdefault(topic, []).append(_entry(ctx, group_id, topic, partition, offset, epoch, meta,
+                                                    require_stable))
         return out
     for t in topics:
         name = t.name
@@ -32,8 +37,16 @@ def _offsets(ctx: Any, group_id: str, topics: list[Any] | None, by_id: bool) -> 
             name = topic.name if topic else ""
         for partition in t.partition_indexes:
             offset, epoch, meta = groups.committed(group_id, name, partition)
-            out.setdefault(name, []).append((partition, offset, epoch, meta))
+            out.setdefault(name, []).append(_entry(ctx, group_id, name, partition, offset, epoch, meta,
+                                                   require_stable))
     return out
+
+
+def _entry(ctx: Any, group_id: str, topic: str, partition: int, offset: int, epoch: int, meta: str | None,
+           require_stable: bool) -> tuple:
+    if require_stable and ctx.cluster.groups.unstable(group_id, topic, partition):
+        return partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT
+    return partition, offset, epoch, meta, 0
 
 
 @register(9, 0, 10)
@@ -42,20 +55,21 @@ def handle(ctx: Any, req: Any) -> Any:
         results = []
         for g in req.groups:
             code = not_coordinator(ctx, g.group_id)
-            found = {} if code else _offsets(ctx, g.group_id, g.topics, ctx.api_version >= 10)
+            found = {} if code else _offsets(ctx, g.group_id, g.topics, ctx.api_version >= 10, req.require_stable)
             results.append(RESP.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
                 RESP.OffsetFetchResponseTopics(
                     name=name, topic_id=ctx.cluster.topics[name].topic_id if name in ctx.cluster.topics else b"\0" * 16,
                     partitions=[RESP.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o,
-                                                                   committed_leader_epoch=e, metadata=m)
-                                for p, o, e, m in parts])
+                                                                   committed_leader_epoch=e, metadata=m, error_code=c)
+                                for p, o, e, m, c in parts])
                 for name, parts in found.items()]))
         return RESP.OffsetFetchResponse(groups=results)
     code = not_coordinator(ctx, req.group_id)
-    found = {} if code else _offsets(ctx, req.group_id, req.topics, False)
+    stable = ctx.api_version >= 7 and req.require_stable
+    found = {} if code else _offsets(ctx, req.group_id, req.topics, False, stable)
     return RESP.OffsetFetchResponse(error_code=code, topics=[
         RESP.OffsetFetchResponseTopic(name=name, partitions=[
             RESP.OffsetFetchResponsePartition(partition_index=p, committed_offset=o, committed_leader_epoch=e,
-                                              metadata=m, error_code=code if ctx.api_version < 2 else 0)
-            for p, o, e, m in parts])
+                                              metadata=m, error_code=c or (code if ctx.api_version < 2 else 0))
+            for p, o, e, m, c in parts])
         for name, parts in found.items()])

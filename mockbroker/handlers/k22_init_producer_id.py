@@ -1,30 +1,47 @@
-"""InitProducerId: v0-6.
+"""InitProducerId: v0-5 (v6, two-phase commit, is unstable in Kafka 4.3 and not advertised).
 
 Behavior:
-- Idempotent producers (no transactional id) get a fresh producer id with epoch 0.
-- A transactional id keeps its producer id and gets the next epoch on every call.
-- transaction_timeout_ms above `transaction.max.timeout.ms` -> INVALID_TRANSACTION_TIMEOUT.
-
-Not yet modelled: KIP-360 recovery with the producer id/epoch in the request, and the
-transaction coordinator (the transactions work brings both).
+- No transactional id: a fresh producer id with epoch 0, whatever id/epoch the request carries
+  (as Kafka; the client starts over with sequence 0).
+- A transactional id (on its coordinator, else NOT_COORDINATOR; empty -> INVALID_REQUEST): the same
+  producer id with the next epoch (a new id once the epoch is exhausted); an open transaction is
+  aborted first and answered CONCURRENT_TRANSACTIONS (the client retries); a transaction still
+  writing its markers -> CONCURRENT_TRANSACTIONS.
+- KIP-360 (v3+): producer_id/producer_epoch name what the client holds; anything but the current
+  pair (or the pair before a bump already made, answered again) -> PRODUCER_FENCED
+  (INVALID_PRODUCER_EPOCH before v4).
+- transaction_timeout_ms outside 1..`transaction.max.timeout.ms` -> INVALID_TRANSACTION_TIMEOUT.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.errors import ErrorCode
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
+from mockbroker.handlers.txn_common import for_version, not_txn_coordinator
 from mockbroker.protocol import api
 
 RESP = api.response_module(22)
 
 
-@register(22, 0, 6)
+def _error(code: int) -> Any:
+    return RESP.InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
+
+
+@register(22, 0, 5)
 def handle(ctx: Any, req: Any) -> Any:
-    max_timeout = ctx.cluster.config["transaction.max.timeout.ms"]
-    if req.transactional_id is not None and req.transaction_timeout_ms > max_timeout:
-        return RESP.InitProducerIdResponse(error_code=ErrorCode.INVALID_TRANSACTION_TIMEOUT, producer_id=-1,
-                                           producer_epoch=-1)
-    pid, epoch = ctx.cluster.producers.init_producer(req.transactional_id)
+    txn_id = req.transactional_id
+    if txn_id is None:
+        return RESP.InitProducerIdResponse(error_code=0, producer_id=ctx.cluster.producers.new_id(), producer_epoch=0)
+    if txn_id == "":
+        return _error(ErrorCode.INVALID_REQUEST)
+    code = not_txn_coordinator(ctx, txn_id)
+    if code:
+        return _error(code)
+    pid, epoch = (req.producer_id, req.producer_epoch) if ctx.api_version >= 3 else (-1, -1)
+    try:
+        pid, epoch = ctx.cluster.transactions.init_producer(txn_id, req.transaction_timeout_ms, pid, epoch)
+    except KafkaError as exc:
+        return _error(for_version(exc.code, ctx.api_version, 4))
     return RESP.InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=epoch)

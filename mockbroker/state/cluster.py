@@ -18,6 +18,7 @@ from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.producers import ProducerRegistry
+from mockbroker.state.transactions import COORDINATOR_EPOCH, TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
@@ -111,6 +112,9 @@ class ClusterState:
         self.controller_id = 0
         self.producers = ProducerRegistry()
         self.groups = GroupCoordinator(self.clock, self.config["group.initial.rebalance.delay.ms"])
+        self.transactions = TransactionCoordinator(self.clock, self.producers.new_id, self.config,
+                                                   self.write_txn_markers)
+        self.drop_produce_responses = 0  # test hook: close the connection after this many appends
         self._placement = 0
 
     @property
@@ -137,6 +141,30 @@ class ClusterState:
         for ch in key.encode():
             h = (h * 31 + ch) & 0x7FFFFFFF
         return self.brokers[ids[h % len(ids)]]
+
+    # -- transactions ------------------------------------------------------------------------
+    def write_txn_markers(self, producer_id: int, epoch: int, commit: bool,
+                          partitions: Any, groups: Any) -> None:
+        """End a transaction: a marker in each of its partitions (those still there), then its
+        group offsets committed or dropped."""
+        now = self.clock.now_ms()
+        for topic_name, index in partitions:
+            topic = self.topics.get(topic_name)
+            if topic is not None and index < len(topic.partitions):
+                topic.partitions[index].append_marker(producer_id, epoch, commit, COORDINATOR_EPOCH, now)
+        for group_id in groups:
+            self.groups.complete_txn(group_id, producer_id, commit)
+
+    def tick(self) -> None:
+        """Let time act: group sessions and rebalances, transaction timeouts, producer expiry."""
+        self.groups.tick()
+        self.transactions.tick()
+        now = self.clock.now_ms()
+        expiration = self.config["producer.id.expiration.ms"]
+        for topic in self.topics.values():
+            for log in topic.partitions:
+                if log.producers.entries:
+                    log.producers.expire(now, expiration)
 
     # -- topics -----------------------------------------------------------------------------
     def create_topic(

@@ -29,6 +29,10 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.initial.rebalance.delay.ms": (0, int),
     "offsets.topic.num.partitions": (50, int),
     "transaction.max.timeout.ms": (900000, int),
+    "transactional.id.expiration.ms": (604800000, int),
+    "producer.id.expiration.ms": (86400000, int),
+    # mock only: how long a transaction stays PrepareCommit/PrepareAbort before its markers are written
+    "mock.transaction.marker.delay.ms": (0, int),
     "max.incremental.fetch.session.cache.slots": (1000, int),
     "log.retention.ms": (604800000, int),
     "log.retention.bytes": (-1, int),

@@ -55,6 +55,8 @@ class Group:
     rebalance_deadline_ms: int = 0
     initial_rebalance: bool = False
     offsets: dict[tuple[str, int], tuple[int, int, str | None]] = field(default_factory=dict)
+    # offsets committed inside open transactions, by producer id: visible once the transaction commits
+    pending_txn: dict[int, dict[tuple[str, int], tuple[int, int, str | None]]] = field(default_factory=dict)
 
 
 class GroupCoordinator:
@@ -259,6 +261,31 @@ class GroupCoordinator:
         for topic, partition, offset, epoch, metadata in offsets:
             group.offsets[(topic, partition)] = (offset, epoch, metadata)
         return 0
+
+    def txn_commit(self, group_id: str, producer_id: int, member_id: str, generation: int,
+                   offsets: list[tuple[str, int, int, int, str | None]]) -> int:
+        """TxnOffsetCommit: hold the offsets until the producer's transaction ends."""
+        group = self.group(group_id)
+        if generation >= 0 or member_id:
+            if member_id not in group.members:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if generation != group.generation:
+                return ErrorCode.ILLEGAL_GENERATION
+        pending = group.pending_txn.setdefault(producer_id, {})
+        for topic, partition, offset, epoch, metadata in offsets:
+            pending[(topic, partition)] = (offset, epoch, metadata)
+        return 0
+
+    def complete_txn(self, group_id: str, producer_id: int, commit: bool) -> None:
+        group = self.groups.get(group_id)
+        pending = group.pending_txn.pop(producer_id, None) if group else None
+        if pending and commit:
+            group.offsets.update(pending)
+
+    def unstable(self, group_id: str, topic: str, partition: int) -> bool:
+        """True while an open transaction holds an offset for the partition (OffsetFetch require_stable)."""
+        group = self.groups.get(group_id)
+        return group is not None and any((topic, partition) in p for p in group.pending_txn.values())
 
     def committed(self, group_id: str, topic: str, partition: int) -> tuple[int, int, str | None]:
         group = self.groups.get(group_id)

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mockbroker import records as rec
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.state.producer_state import PartitionProducers
 
 
 @dataclass(slots=True)
@@ -52,10 +54,15 @@ class PartitionLog:
         self.next_offset = 0
         self.size_bytes = 0
         self.listeners: list[Callable[[PartitionLog], None]] = []
+        self.producers = PartitionProducers()
 
     @property
     def high_watermark(self) -> int:
         return self.next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.producers.last_stable_offset(self.next_offset)
 
     def append(self, batch: StoredBatch) -> None:
         if batch.base_offset != self.next_offset:
@@ -76,9 +83,21 @@ class PartitionLog:
             return i + 1
         return i
 
-    def read(self, offset: int, max_bytes: int, first_always: bool = True) -> ReadResult:
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      now_ms: int) -> StoredBatch:
+        """Write a COMMIT/ABORT control batch for ``producer_id`` and close its transaction here."""
+        offset = self.next_offset
+        data = rec.build_control_batch(commit, producer_id, producer_epoch, offset, now_ms, coordinator_epoch,
+                                       self.leader_epoch)
+        batch = StoredBatch(offset, offset, now_ms, len(data), [data], producer_id, True, True)
+        self.producers.record_marker(producer_id, producer_epoch, coordinator_epoch, commit, offset, now_ms)
+        self.append(batch)
+        return batch
+
+    def read(self, offset: int, max_bytes: int, first_always: bool = True, end_offset: int | None = None) -> ReadResult:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` (the first batch is
-        returned even when larger, as Kafka does from Fetch v3 on)."""
+        returned even when larger, as Kafka does from Fetch v3 on) and, when ``end_offset`` is given
+        (the last stable offset of a read_committed fetch), only batches starting below it."""
         if offset < self.log_start_offset or offset > self.next_offset:
             raise KafkaError(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
@@ -89,6 +108,8 @@ class PartitionLog:
         size = 0
         for i in range(self._first_index(offset), len(self.batches)):
             b = self.batches[i]
+            if end_offset is not None and b.base_offset >= end_offset:
+                break
             if size + b.size > max_bytes and (chosen or not first_always):
                 break
             buffers.extend(b.buffers)
@@ -96,10 +117,12 @@ class PartitionLog:
             size += b.size
         return ReadResult(buffers, size, self.next_offset, self.log_start_offset, chosen)
 
-    def bytes_after(self, offset: int, limit: int) -> int:
-        """How many bytes a fetch from ``offset`` would get, counting up to ``limit``."""
+    def bytes_after(self, offset: int, limit: int, end_offset: int | None = None) -> int:
+        """How many bytes a fetch from ``offset`` would get (below ``end_offset``), counting up to ``limit``."""
         total = 0
         for i in range(self._first_index(offset), len(self.batches)):
+            if end_offset is not None and self.batches[i].base_offset >= end_offset:
+                break
             total += self.batches[i].size
             if total >= limit:
                 break

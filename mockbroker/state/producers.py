@@ -1,31 +1,19 @@
-"""Producer ids and epochs handed out by InitProducerId.
+"""Producer id allocation (InitProducerId for producers without a transactional id).
 
-Only the id allocation lives here so far; sequence windows and transactions come with the
-idempotence/transactions work.
+Transactional ids and their epochs live in :mod:`mockbroker.state.transactions`; what each
+partition knows about a producer lives in :mod:`mockbroker.state.producer_state`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass
 class ProducerRegistry:
     next_id: int = 1000
-    by_transactional_id: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def init_producer(self, transactional_id: str | None) -> tuple[int, int]:
-        """(producer id, epoch): a fresh id for idempotent producers; for a transactional id the
-        same id with its epoch bumped on every call (fencing the previous instance)."""
-        if transactional_id is None:
-            pid = self.next_id
-            self.next_id += 1
-            return pid, 0
-        known = self.by_transactional_id.get(transactional_id)
-        if known is None or known[1] >= 32766:
-            pid = self.next_id
-            self.next_id += 1
-            known = (pid, -1)
-        entry = (known[0], known[1] + 1)
-        self.by_transactional_id[transactional_id] = entry
-        return entry
+    def new_id(self) -> int:
+        pid = self.next_id
+        self.next_id += 1
+        return pid
