@@ -74,31 +74,35 @@ class TransactionCoordinator:
             self.transactions[transactional_id] = txn
             self.by_producer_id[txn.producer_id] = txn
             return txn.producer_id, txn.epoch
-        if producer_id >= 0:
-            current = producer_id == txn.producer_id and epoch == txn.epoch
-            retried = epoch == txn.last_epoch and producer_id in (txn.producer_id, txn.previous_producer_id)
-            if not (current or retried):
-                raise KafkaError(ErrorCode.PRODUCER_FENCED,
-                                 f"producer {producer_id} epoch {epoch} of '{transactional_id}' is not the current "
-                                 f"{txn.producer_id} epoch {txn.epoch}")
-            if retried and not current and txn.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT):
-                return txn.producer_id, txn.epoch
+        if producer_id >= 0 and producer_id != txn.producer_id and not (
+                producer_id == txn.previous_producer_id and epoch >= MAX_EPOCH):
+            raise KafkaError(ErrorCode.PRODUCER_FENCED,
+                             f"producer {producer_id} is not the current producer {txn.producer_id} of "
+                             f"'{transactional_id}'")
         if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
             raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS,
                              f"'{transactional_id}' is completing its previous transaction")
         if txn.state == ONGOING:
-            self._bump(txn)
+            self._bump(txn, remember=False)  # fence whoever holds the old epoch, then abort
             self._end(txn, commit=False)
             raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS,
                              f"'{transactional_id}' had an open transaction: it is being aborted, retry")
-        self._bump(txn)
+        if producer_id >= 0 and epoch != txn.epoch:
+            if epoch == txn.last_epoch:  # a retry of a bump whose answer was lost: answer it again
+                return txn.producer_id, txn.epoch
+            raise KafkaError(ErrorCode.PRODUCER_FENCED,
+                             f"epoch {epoch} of producer {producer_id} is not the current epoch {txn.epoch} "
+                             f"of '{transactional_id}'")
+        self._bump(txn, remember=producer_id >= 0)
         txn.timeout_ms = timeout_ms
         txn.state = EMPTY
         txn.last_update_ms = now
         return txn.producer_id, txn.epoch
 
-    def _bump(self, txn: Transaction) -> None:
-        txn.last_epoch = txn.epoch
+    def _bump(self, txn: Transaction, remember: bool = True) -> None:
+        """Next epoch (a fresh producer id once exhausted); ``remember`` keeps the old epoch so a
+        retried request naming it is answered, not fenced (Kafka forgets it for new instances)."""
+        txn.last_epoch = txn.epoch if remember else -1
         if txn.epoch >= MAX_EPOCH:
             txn.previous_producer_id = txn.producer_id
             self.by_producer_id.pop(txn.producer_id, None)
@@ -239,7 +243,7 @@ class TransactionCoordinator:
         expiration = self.config["transactional.id.expiration.ms"]
         for txn in list(self.transactions.values()):
             if txn.state == ONGOING and now - txn.start_ms > txn.timeout_ms:
-                self._bump(txn)  # Kafka fences the producer of a timed-out transaction
+                self._bump(txn, remember=False)  # Kafka fences the producer of a timed-out transaction
                 self._end(txn, commit=False)
             elif txn.markers_due_ms >= 0 and now >= txn.markers_due_ms:
                 self._write_markers(txn)
