@@ -221,3 +221,41 @@ def test_read_committed_fetch_and_list_offsets(one: MockCluster) -> None:
         assert c.call(2, 5, body).topics[0].partitions[0].offset == 3
         body.isolation_level = 0
         assert c.call(2, 5, body).topics[0].partitions[0].offset == 6
+
+
+def test_txn_offset_commit_is_visible_only_after_commit(one: MockCluster) -> None:
+    with WireClient(one.brokers[0].port) as c:
+        pid = init_pid(c, "off").producer_id
+        t = api.request_module(28)
+
+        def commit_offsets(offset: int, group: str = "g") -> int:
+            body = t.TxnOffsetCommitRequest(transactional_id="off", group_id=group, producer_id=pid, producer_epoch=0,
+                                            topics=[t.TxnOffsetCommitRequestTopic(name="t", partitions=[
+                                                t.TxnOffsetCommitRequestPartition(partition_index=0,
+                                                                                  committed_offset=offset,
+                                                                                  committed_metadata="m")])])
+            return c.call(28, 3, body).topics[0].partitions[0].error_code
+
+        f = api.request_module(9)
+
+        def fetched(stable: bool) -> tuple[int, int]:
+            body = f.OffsetFetchRequest(groups=[f.OffsetFetchRequestGroup(group_id="g", topics=[
+                f.OffsetFetchRequestTopics(name="t", partition_indexes=[0])])], require_stable=stable)
+            p = c.call(9, 8, body).groups[0].topics[0].partitions[0]
+            return p.error_code, p.committed_offset
+
+        a = api.request_module(25)
+        assert commit_offsets(5) == ErrorCode.INVALID_TXN_STATE  # AddOffsetsToTxn first
+        added = c.call(25, 2, a.AddOffsetsToTxnRequest(transactional_id="off", producer_id=pid, producer_epoch=0,
+                                                        group_id="g"))
+        assert added.error_code == 0
+        assert commit_offsets(5) == 0
+        assert fetched(stable=False) == (0, -1)
+        assert fetched(stable=True) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+        assert end_txn(c, "off", pid, 0, commit=True).error_code == 0
+        assert fetched(stable=True) == (0, 5)
+        c.call(25, 2, a.AddOffsetsToTxnRequest(transactional_id="off", producer_id=pid, producer_epoch=0,
+                                               group_id="g"))
+        assert commit_offsets(9) == 0
+        assert end_txn(c, "off", pid, 0, commit=False).error_code == 0
+        assert fetched(stable=True) == (0, 5)  # the aborted commit never shows
