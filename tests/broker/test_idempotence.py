@@ -259,3 +259,48 @@ def test_txn_offset_commit_is_visible_only_after_commit(one: MockCluster) -> Non
         assert commit_offsets(9) == 0
         assert end_txn(c, "off", pid, 0, commit=False).error_code == 0
         assert fetched(stable=True) == (0, 5)  # the aborted commit never shows
+
+
+def test_add_partitions_v4_batches_and_verifies(one: MockCluster) -> None:
+    with WireClient(one.brokers[0].port) as c:
+        a = init_pid(c, "va")
+        b = init_pid(c, "vb")
+        assert add_partitions(c, "va", a.producer_id, 0, [0]) == {0: 0}
+        m = api.request_module(24)
+
+        def txn(txn_id: str, pid: int, verify: bool) -> Any:
+            return m.AddPartitionsToTxnTransaction(transactional_id=txn_id, producer_id=pid, producer_epoch=0,
+                                                   verify_only=verify,
+                                                   topics=[m.AddPartitionsToTxnTopic(name="t", partitions=[0, 1])])
+
+        resp = c.call(24, 4, m.AddPartitionsToTxnRequest(transactions=[txn("va", a.producer_id, True),
+                                                                       txn("vb", b.producer_id, False)]))
+        codes = {r.transactional_id: {p.partition_index: p.partition_error_code
+                                      for p in r.topic_results[0].results_by_partition}
+                 for r in resp.results_by_transaction}
+        assert resp.error_code == 0
+        assert codes == {"va": {0: 0, 1: ErrorCode.INVALID_TXN_STATE}, "vb": {0: 0, 1: 0}}
+        assert one.state.transactions.transactions["va"].partitions == {("t", 0)}  # verify adds nothing
+
+
+def test_write_txn_markers_closes_a_transaction_on_the_leader(one: MockCluster) -> None:
+    with WireClient(one.brokers[0].port) as c:
+        pid = init_pid(c, "wm").producer_id
+        add_partitions(c, "wm", pid, 0, [0])
+        produce(c, batch(pid, 0, 0, 2, txn=True))
+        log = one.state.topics["t"].partitions[0]
+        assert log.last_stable_offset == 0
+        m = api.request_module(27)
+
+        def write(epoch: int, partitions: list[int]) -> dict[int, int]:
+            body = m.WriteTxnMarkersRequest(markers=[m.WritableTxnMarker(
+                producer_id=pid, producer_epoch=epoch, transaction_result=False, coordinator_epoch=0,
+                topics=[m.WritableTxnMarkerTopic(name="t", partition_indexes=partitions)])])
+            result = c.call(27, 1, body).markers[0].topics[0].partitions
+            return {p.partition_index: p.error_code for p in result}
+
+        assert write(0, [0, 7]) == {0: 0, 7: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        assert (log.last_stable_offset, log.next_offset) == (3, 3)
+        assert [(a.first_offset, a.last_offset) for a in log.producers.aborted] == [(0, 2)]
+        write(3, [0])
+        assert write(1, [0]) == {0: ErrorCode.INVALID_PRODUCER_EPOCH}
