@@ -1,9 +1,12 @@
 """Broker benchmark: the same confluent-kafka load against mockbroker and its peers, in one run.
 
     python bench/peers_bench.py [--records 100000] [--size 100] [--repeat 3]
+                                [--mode plain|idempotent|transactional]
 
 Load: confluent-kafka produces N records of S bytes to a 4-partition topic (acks=1, linger.ms=5),
-then a consumer reads them all back with assign().  Each broker runs as its own process:
+then a consumer reads them all back with assign().  --mode idempotent turns on enable.idempotence
+(acks=all); --mode transactional commits a transaction every 1,000 records and reads back with
+isolation.level=read_committed.  Each broker runs as its own process:
   * mockbroker       `python -m mockbroker serve --port 0`
   * librdkafka mock  a confluent_kafka.Producer with test.mock.num.brokers=1 kept alive in a helper
                      process (its auto-created topics have 4 partitions; it trims partitions past
@@ -135,23 +138,45 @@ def start_tansu() -> Peer:
     return Peer("Tansu", f"127.0.0.1:{port}", create, proc)
 
 
-def run_load(peer: Peer, topic: str, records: int, size: int) -> tuple[float, float]:
+TXN_RECORDS = 1000
+
+
+def producer_config(peer: Peer, topic: str, mode: str) -> dict[str, object]:
+    conf: dict[str, object] = {"bootstrap.servers": peer.bootstrap, "acks": 1, "linger.ms": 5}
+    if mode != "plain":
+        conf.update({"enable.idempotence": True, "acks": "all"})
+    if mode == "transactional":
+        conf["transactional.id"] = f"bench-{topic}"
+    return conf
+
+
+def run_load(peer: Peer, topic: str, records: int, size: int, mode: str = "plain") -> tuple[float, float]:
     peer.create_topic(topic)
     value = b"x" * size
-    producer = Producer({"bootstrap.servers": peer.bootstrap, "acks": 1, "linger.ms": 5})
+    producer = Producer(producer_config(peer, topic, mode))
     producer.list_topics(topic, timeout=10)
+    transactional = mode == "transactional"
+    if transactional:
+        producer.init_transactions(30)
     start = time.perf_counter()
     for i in range(records):
+        if transactional and i % TXN_RECORDS == 0:
+            if i:
+                producer.commit_transaction(60)
+            producer.begin_transaction()
         while True:
             try:
                 producer.produce(topic, value, partition=i % PARTITIONS)
                 break
             except BufferError:
                 producer.poll(0.005)
+    if transactional:
+        producer.commit_transaction(60)
     if producer.flush(120) != 0:
         raise RuntimeError(f"{peer.name}: produce did not finish")
     produce_s = time.perf_counter() - start
-    consumer = Consumer({"bootstrap.servers": peer.bootstrap, "group.id": "bench", "enable.auto.commit": False})
+    consumer = Consumer({"bootstrap.servers": peer.bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                         "isolation.level": "read_committed" if transactional else "read_uncommitted"})
     start = time.perf_counter()
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     got = 0
@@ -182,6 +207,7 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--mode", choices=("plain", "idempotent", "transactional"), default="plain")
     args = ap.parse_args()
     results: dict[str, tuple[float, float]] = {}
     for name, start in (("mockbroker", start_mockbroker), ("librdkafka mock", start_rdkafka_mock),
@@ -192,13 +218,15 @@ def main() -> int:
             print(f"{name}: not measured ({type(exc).__name__}: {exc})")
             continue
         try:
-            runs = [run_load(peer, f"bench-{i}", args.records, args.size) for i in range(args.repeat)]
+            runs = [run_load(peer, f"bench-{i}", args.records, args.size, args.mode) for i in range(args.repeat)]
             results[name] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
         except Exception as exc:
             print(f"{name}: failed ({type(exc).__name__}: {exc})")
         finally:
             peer.stop()
-    print(f"\nconfluent-kafka, {args.records:,} x {args.size} B, {PARTITIONS} partitions, acks=1, linger 5 ms; "
+    acks = "acks=1" if args.mode == "plain" else "acks=all, idempotent"
+    txns = f", a transaction per {TXN_RECORDS:,} records, read_committed" if args.mode == "transactional" else ""
+    print(f"\nconfluent-kafka, {args.records:,} x {args.size} B, {PARTITIONS} partitions, {acks}{txns}, linger 5 ms; "
           f"median of {args.repeat}")
     print(f"{'broker':18} {'produce s':>10} {'consume s':>10} {'mb/peer produce':>16} {'mb/peer consume':>16}")
     ours = results.get("mockbroker")
