@@ -15,6 +15,7 @@ from typing import Any
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
+from mockbroker.state.consumer_groups import ConsumerGroupLogic
 from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.producers import ProducerRegistry
@@ -112,6 +113,7 @@ class ClusterState:
         self.controller_id = 0
         self.producers = ProducerRegistry()
         self.groups = GroupCoordinator(self.clock, self.config["group.initial.rebalance.delay.ms"])
+        self.groups.consumer_logic = ConsumerGroupLogic(self.clock, self.partition_counts, self.config)
         self.transactions = TransactionCoordinator(self.clock, self.producers.new_id, self.config,
                                                    self.write_txn_markers)
         self.drop_produce_responses = 0  # test hook: close the connection after this many appends
@@ -141,6 +143,10 @@ class ClusterState:
         for ch in key.encode():
             h = (h * 31 + ch) & 0x7FFFFFFF
         return self.brokers[ids[h % len(ids)]]
+
+    def partition_counts(self) -> dict[str, int]:
+        """Topic name -> partition count, for the KIP-848 assignors."""
+        return {name: len(t.partitions) for name, t in self.topics.items()}
 
     # -- transactions ------------------------------------------------------------------------
     def write_txn_markers(self, producer_id: int, epoch: int, commit: bool,

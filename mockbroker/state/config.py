@@ -27,6 +27,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "cluster.id": ("mockbroker-cluster", str),
     "fetch.max.bytes": (57671680, int),
     "group.initial.rebalance.delay.ms": (0, int),
+    "group.consumer.session.timeout.ms": (45000, int),
+    # Kafka: 5000; shorter here so KIP-848 rebalances settle fast in tests
+    "group.consumer.heartbeat.interval.ms": (500, int),
     "offsets.topic.num.partitions": (50, int),
     "transaction.max.timeout.ms": (900000, int),
     "transactional.id.expiration.ms": (604800000, int),

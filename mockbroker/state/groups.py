@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.state.consumer_groups import ConsumerGroupLogic, ConsumerGroupState, HeartbeatResult
 
 EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
 
@@ -57,6 +58,15 @@ class Group:
     offsets: dict[tuple[str, int], tuple[int, int, str | None]] = field(default_factory=dict)
     # offsets committed inside open transactions, by producer id: visible once the transaction commits
     pending_txn: dict[int, dict[tuple[str, int], tuple[int, int, str | None]]] = field(default_factory=dict)
+    consumer: ConsumerGroupState | None = None  # set while the group runs the KIP-848 protocol
+
+    @property
+    def group_type(self) -> str:
+        return "consumer" if self.consumer is not None else "classic"
+
+    @property
+    def state_name(self) -> str:
+        return self.consumer.state_name() if self.consumer is not None else self.state
 
 
 class GroupCoordinator:
@@ -64,6 +74,7 @@ class GroupCoordinator:
         self.clock = clock
         self.initial_delay_ms = initial_delay_ms
         self.groups: dict[str, Group] = {}
+        self.consumer_logic: ConsumerGroupLogic | None = None  # the cluster wires in the KIP-848 logic
 
     def group(self, group_id: str) -> Group:
         group = self.groups.get(group_id)
@@ -79,6 +90,11 @@ class GroupCoordinator:
             reply(JoinResult(ErrorCode.INVALID_GROUP_ID))
             return
         group = self.group(group_id)
+        if group.consumer is not None:
+            if group.consumer.members:
+                reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+                return
+            group.consumer = None  # an empty consumer group turns classic
         if group.members and protocol_type != group.protocol_type:
             reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
@@ -219,10 +235,26 @@ class GroupCoordinator:
             self._start_rebalance(group, now, initial=False)
         self._maybe_complete_join(group)
 
+    # -- KIP-848 ConsumerGroupHeartbeat ------------------------------------------------------------
+    def consumer_heartbeat(self, group_id: str, **request: Any) -> HeartbeatResult:
+        """A ConsumerGroupHeartbeat (see mockbroker.state.consumer_groups); raises KafkaError."""
+        check_group_id(group_id)
+        group = self.group(group_id)
+        if group.consumer is None:
+            if group.members:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            group.consumer = ConsumerGroupState()
+            group.protocol_type = "consumer"
+        assert self.consumer_logic is not None
+        return self.consumer_logic.heartbeat(group.consumer, **request)
+
     def tick(self) -> None:
         """Expire members whose session ran out and finish rebalances whose time is up."""
         now = self.clock.now_ms()
         for group in list(self.groups.values()):
+            if group.consumer is not None and self.consumer_logic is not None:
+                self.consumer_logic.tick(group.consumer)
+                continue
             expired = [mid for mid, m in group.members.items()
                        if m.join_reply is None and now - m.last_seen_ms > m.session_timeout_ms]
             if expired:
@@ -233,13 +265,15 @@ class GroupCoordinator:
     # -- listing and deleting -------------------------------------------------------------------
     def listed(self) -> list[Group]:
         """Groups that exist: with members, or with committed offsets."""
-        return [g for g in self.groups.values() if g.members or g.offsets or g.state != EMPTY]
+        return [g for g in self.groups.values()
+                if g.members or g.offsets or g.state != EMPTY or (g.consumer is not None and g.consumer.members)]
 
     def delete(self, group_id: str) -> int:
         group = self.groups.get(group_id)
-        if group is None or not (group.members or group.offsets):
+        active = group is not None and (group.members or (group.consumer is not None and group.consumer.members))
+        if group is None or not (active or group.offsets):
             return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.members:
+        if active:
             return ErrorCode.NON_EMPTY_GROUP
         del self.groups[group_id]
         return 0
@@ -248,7 +282,11 @@ class GroupCoordinator:
     def commit(self, group_id: str, member_id: str, generation: int,
                offsets: list[tuple[str, int, int, int, str | None]]) -> int:
         group = self.group(group_id)
-        if generation >= 0 or member_id:
+        if group.consumer is not None and self.consumer_logic is not None:
+            code = self.consumer_logic.validate_commit(group.consumer, member_id, generation)
+            if code:
+                return code
+        elif generation >= 0 or member_id:
             if member_id not in group.members:
                 return ErrorCode.UNKNOWN_MEMBER_ID
             if group.state == COMPLETING:

@@ -1,0 +1,57 @@
+"""ConsumerGroupDescribe: v0 (KIP-848 consumer groups).
+
+Behavior: per group id, on its coordinator (else NOT_COORDINATOR): state (Empty, Assigning,
+Reconciling, Stable), group and assignment epochs, the assignor in use, and every member with its
+subscription, current assignment and target assignment. Unknown groups -> GROUP_ID_NOT_FOUND;
+classic groups -> GROUP_ID_NOT_FOUND ("not a consumer group"), as Kafka answers. Authorized
+operations are not computed (no ACLs yet): -2147483648.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(69)
+NO_OPERATIONS = -(2**31)
+
+
+def _assignment(ctx: Any, parts: dict[str, set[int]]) -> Any:
+    topics = ctx.cluster.topics
+    return RESP.Assignment(topic_partitions=[
+        RESP.TopicPartitions(topic_id=topics[name].topic_id, topic_name=name, partitions=sorted(p))
+        for name, p in sorted(parts.items()) if name in topics])
+
+
+def _describe(ctx: Any, group_id: str) -> Any:
+    out = RESP.DescribedGroup(group_id=group_id, group_state="", group_epoch=-1, assignment_epoch=-1,
+                              assignor_name="", members=[], authorized_operations=NO_OPERATIONS)
+    code = not_coordinator(ctx, group_id)
+    group = ctx.cluster.groups.groups.get(group_id)
+    if not code and (group is None or group.consumer is None):
+        code = ErrorCode.GROUP_ID_NOT_FOUND
+        out.error_message = f"Group {group_id} not found." if group is None else \
+            f"Group {group_id} is not a consumer group."
+    if code:
+        out.error_code = code
+        return out
+    state = group.consumer
+    out.group_state, out.group_epoch = state.state_name(), state.group_epoch
+    out.assignment_epoch, out.assignor_name = state.assignment_epoch, state.assignor
+    out.members = [
+        RESP.Member(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.epoch,
+                    client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=sorted(m.subscribed),
+                    subscribed_topic_regex=m.regex, assignment=_assignment(ctx, m.assigned),
+                    target_assignment=_assignment(ctx, state.target.get(m.member_id, {})))
+        for m in state.members.values() if not m.left_static
+    ]
+    return out
+
+
+@register(69, 0, 0)
+def handle(ctx: Any, req: Any) -> Any:
+    return RESP.ConsumerGroupDescribeResponse(groups=[_describe(ctx, g) for g in req.group_ids])
