@@ -8,7 +8,7 @@ Behavior (see mockbroker.state.consumer_groups for the group model):
 - Other epochs must be the member's (or its previous one with no unexpected partitions), else
   FENCED_MEMBER_EPOCH; unknown members -> UNKNOWN_MEMBER_ID; a static instance id still held ->
   UNRELEASED_INSTANCE_ID; server_assignor other than uniform/range -> UNSUPPORTED_ASSIGNOR; a regex
-  Python cannot compile -> INVALID_SUBSCRIPTION_REGEX; a classic group with members ->
+  Python cannot compile -> INVALID_REGULAR_EXPRESSION; a classic group with members ->
   GROUP_ID_NOT_FOUND; NOT_COORDINATOR on the wrong broker.
 - The answer carries the member's epoch, `group.consumer.heartbeat.interval.ms` and, when it changed,
   the assignment (topic ids and partitions).

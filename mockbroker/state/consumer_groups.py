@@ -124,7 +124,7 @@ class ConsumerGroupLogic:
             try:
                 re.compile(regex)
             except re.error as exc:
-                raise KafkaError(ErrorCode.INVALID_SUBSCRIPTION_REGEX, f"invalid regex {regex!r}: {exc}") from None
+                raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION, f"invalid regex {regex!r}: {exc}") from None
         if epoch in (LEAVE, STATIC_LEAVE):
             return self._leave(g, member_id, epoch)
         if epoch == 0:
