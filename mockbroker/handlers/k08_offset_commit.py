@@ -52,7 +52,8 @@ def handle(ctx: Any, req: Any) -> Any:
     member_id = req.member_id if ctx.api_version >= 1 else ""
     commit_code = 0
     if not group_code and offsets:
-        commit_code = ctx.cluster.groups.commit(req.group_id, member_id or "", generation, offsets)
+        instance_id = req.group_instance_id if ctx.api_version >= 7 else None
+        commit_code = ctx.cluster.groups.commit(req.group_id, member_id or "", generation, offsets, instance_id)
     return RESP.OffsetCommitResponse(topics=[
         RESP.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
             RESP.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=err or commit_code)

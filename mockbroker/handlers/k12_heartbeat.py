@@ -18,5 +18,5 @@ RESP = api.response_module(12)
 @register(12, 0, 4)
 def handle(ctx: Any, req: Any) -> Any:
     code = not_coordinator(ctx, req.group_id) or ctx.cluster.groups.heartbeat(
-        req.group_id, req.member_id, req.generation_id)
+        req.group_id, req.member_id, req.generation_id, req.group_instance_id if ctx.api_version >= 3 else None)
     return RESP.HeartbeatResponse(error_code=code)

@@ -24,5 +24,6 @@ def handle(ctx: Any, req: Any) -> Any:
     if ctx.api_version < 3:
         return RESP.LeaveGroupResponse(error_code=groups.leave(req.group_id, req.member_id))
     members = [RESP.MemberResponse(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                                   error_code=groups.leave(req.group_id, m.member_id)) for m in req.members]
+                                   error_code=groups.leave(req.group_id, m.member_id, m.group_instance_id))
+               for m in req.members]
     return RESP.LeaveGroupResponse(error_code=0, members=members)

@@ -31,7 +31,8 @@ def handle(ctx: Any, req: Any) -> Any:
         return RESP.SyncGroupResponse(error_code=code, assignment=b"")
     future, reply = reply_future()
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
-    ctx.cluster.groups.sync(req.group_id, req.member_id, req.generation_id, assignments, reply)
+    ctx.cluster.groups.sync(req.group_id, req.member_id, req.generation_id, assignments, reply,
+                            req.group_instance_id if ctx.api_version >= 3 else None)
     if future.done():
         return _response(ctx, req, *future.result())
     return _wait(ctx, req, future)

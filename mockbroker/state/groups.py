@@ -101,9 +101,17 @@ class GroupCoordinator:
         if group.members and not self._common_protocols(group, protocols):
             reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
+        holder = self._holder(group, instance_id)
+        if holder is not None:
+            if member_id and member_id != holder.member_id:
+                reply(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=member_id))
+                return
+            if not member_id:
+                self._replace_static(group, holder, client_id, protocols, reply)
+                return
         if not member_id:
             member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
-            if require_known:  # JoinGroup v4+: the client must come back with the id it is given
+            if require_known and instance_id is None:  # JoinGroup v4+: come back with the id given
                 group.pending_ids.add(member_id)
                 reply(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
                 return
@@ -122,6 +130,48 @@ class GroupCoordinator:
         group.protocol_type = protocol_type
         if group.state in (EMPTY, STABLE, COMPLETING):
             self._start_rebalance(group, now, initial=group.state == EMPTY)
+        self._maybe_complete_join(group)
+
+    # -- static membership (KIP-345) ----------------------------------------------------------------
+    @staticmethod
+    def _holder(group: Group | None, instance_id: str | None) -> Member | None:
+        if group is None or instance_id is None:
+            return None
+        return next((m for m in group.members.values() if m.group_instance_id == instance_id), None)
+
+    def fenced(self, group_id: str, member_id: str, instance_id: str | None) -> int:
+        """FENCED_INSTANCE_ID when ``instance_id`` belongs to a member with another id (a zombie)."""
+        holder = self._holder(self.groups.get(group_id), instance_id)
+        return ErrorCode.FENCED_INSTANCE_ID if holder is not None and holder.member_id != member_id else 0
+
+    def _replace_static(self, group: Group, holder: Member, client_id: str, protocols: list[tuple[str, bytes]],
+                        reply: Callable[[JoinResult], None]) -> None:
+        """A static member rejoining with an empty member id takes over its old place under a new id
+        (fencing the old id); in a stable group with unchanged protocols there is no rebalance: it gets
+        the current generation and syncs its old assignment (a rejoining leader rebalances, as before
+        JoinGroup v9)."""
+        old = holder.member_id
+        if holder.join_reply is not None:  # the old instance, still waiting, is told it was replaced
+            holder.join_reply(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old))
+        if holder.sync_reply is not None:
+            holder.sync_reply(ErrorCode.FENCED_INSTANCE_ID, b"")
+        holder.join_reply = holder.sync_reply = None
+        new = f"{client_id or 'member'}-{uuid.uuid4()}"
+        del group.members[old]
+        holder.member_id = new
+        group.members[new] = holder
+        now = self.clock.now_ms()
+        holder.last_seen_ms = now
+        unchanged = holder.protocols == protocols
+        holder.protocols = protocols
+        if group.leader == old:
+            group.leader = new
+        elif group.state == STABLE and unchanged:
+            reply(JoinResult(0, group.generation, group.protocol_name, group.leader or "", new, []))
+            return
+        holder.join_reply = reply
+        if group.state in (EMPTY, STABLE, COMPLETING):
+            self._start_rebalance(group, now, initial=False)
         self._maybe_complete_join(group)
 
     def _common_protocols(self, group: Group, protocols: list[tuple[str, bytes]]) -> set[str]:
@@ -172,7 +222,10 @@ class GroupCoordinator:
 
     # -- SyncGroup ------------------------------------------------------------------------------
     def sync(self, group_id: str, member_id: str, generation: int, assignments: dict[str, bytes],
-             reply: Callable[[int, bytes], None]) -> None:
+             reply: Callable[[int, bytes], None], instance_id: str | None = None) -> None:
+        if self.fenced(group_id, member_id, instance_id):
+            reply(ErrorCode.FENCED_INSTANCE_ID, b"")
+            return
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group else None
         if group is None or member is None:
@@ -199,7 +252,9 @@ class GroupCoordinator:
                     m.sync_reply = None
 
     # -- Heartbeat / LeaveGroup -------------------------------------------------------------------
-    def heartbeat(self, group_id: str, member_id: str, generation: int) -> int:
+    def heartbeat(self, group_id: str, member_id: str, generation: int, instance_id: str | None = None) -> int:
+        if self.fenced(group_id, member_id, instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group else None
         if group is None or member is None:
@@ -211,8 +266,15 @@ class GroupCoordinator:
             return ErrorCode.ILLEGAL_GENERATION
         return 0
 
-    def leave(self, group_id: str, member_id: str) -> int:
+    def leave(self, group_id: str, member_id: str, instance_id: str | None = None) -> int:
         group = self.groups.get(group_id)
+        if instance_id is not None:
+            holder = self._holder(group, instance_id)
+            if holder is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if member_id and member_id != holder.member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+            member_id = holder.member_id
         if group is None or member_id not in group.members:
             return ErrorCode.UNKNOWN_MEMBER_ID
         self._remove(group, [member_id])
@@ -280,7 +342,9 @@ class GroupCoordinator:
 
     # -- offsets ----------------------------------------------------------------------------------
     def commit(self, group_id: str, member_id: str, generation: int,
-               offsets: list[tuple[str, int, int, int, str | None]]) -> int:
+               offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None) -> int:
+        if self.fenced(group_id, member_id, instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
         group = self.group(group_id)
         if group.consumer is not None and self.consumer_logic is not None:
             code = self.consumer_logic.validate_commit(group.consumer, member_id, generation)

@@ -135,3 +135,51 @@ def test_confluent_admin_lists_describes_and_deletes_groups() -> None:
         member.close()
         admin.delete_consumer_groups(["watched"])["watched"].result(10)
         assert "watched" not in cluster.state.groups.groups
+
+
+def test_cooperative_sticky_rebalances_incrementally() -> None:
+    with MockCluster(brokers=1, topics={"orders": 6}) as cluster:
+        revoked: list[list[int]] = []
+
+        def on_revoke(_c: Consumer, parts: list) -> None:
+            revoked.append(sorted(p.partition for p in parts))
+
+        first = consumer(cluster, "coop", **{"partition.assignment.strategy": "cooperative-sticky"})
+        first.subscribe(["orders"], on_revoke=on_revoke)
+        poll_until([first], lambda _: len(first.assignment()) == 6, timeout=10)
+        assert len(first.assignment()) == 6
+        second = consumer(cluster, "coop", **{"partition.assignment.strategy": "cooperative-sticky"})
+        second.subscribe(["orders"])
+        poll_until([first, second], lambda _: sorted([len(first.assignment()), len(second.assignment())]) == [3, 3],
+                   timeout=15)
+        kept = sorted(p.partition for p in first.assignment())
+        assert len(kept) == 3 and len(second.assignment()) == 3
+        assert revoked and all(len(r) == 3 for r in revoked)  # only the partitions that moved were revoked
+        assert sorted(revoked[0] + kept) == list(range(6))
+        first.close()
+        second.close()
+
+
+def test_static_member_restart_keeps_its_partitions_without_a_rebalance() -> None:
+    with MockCluster(brokers=1, topics={"orders": 4}) as cluster:
+        static = {"session.timeout.ms": 6000}
+        a = consumer(cluster, "static", **{"group.instance.id": "a", **static})
+        b = consumer(cluster, "static", **{"group.instance.id": "b", **static})
+        for c in (a, b):
+            c.subscribe(["orders"])
+        poll_until([a, b], lambda _: len(a.assignment()) == 2 and len(b.assignment()) == 2, timeout=15)
+        group = cluster.state.groups.groups["static"]
+        leader_instance = group.members[group.leader].group_instance_id
+        follower, other = (b, a) if leader_instance == "a" else (a, b)
+        follower_id = "b" if leader_instance == "a" else "a"
+        kept = sorted(p.partition for p in follower.assignment())
+        generation = group.generation
+        follower.close()  # a static member leaves no LeaveGroup behind
+        assert len(group.members) == 2
+        back = consumer(cluster, "static", **{"group.instance.id": follower_id, **static})
+        back.subscribe(["orders"])
+        poll_until([back, other], lambda _: len(back.assignment()) == 2, timeout=15)
+        assert sorted(p.partition for p in back.assignment()) == kept
+        assert group.generation == generation  # no rebalance happened
+        back.close()
+        other.close()
