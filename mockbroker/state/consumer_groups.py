@@ -216,7 +216,7 @@ class ConsumerGroupLogic:
         self._refresh_target(g)
 
     # -- assignment ------------------------------------------------------------------------------------
-    def _subscriptions(self, g: ConsumerGroupState, topics: Mapping[str, int]) -> dict[str, set[str]]:
+    def subscriptions(self, g: ConsumerGroupState, topics: Mapping[str, int]) -> dict[str, set[str]]:
         subs: dict[str, set[str]] = {}
         for m in g.members.values():
             names = {t for t in m.subscribed if t in topics}
@@ -228,7 +228,7 @@ class ConsumerGroupLogic:
 
     def _refresh_target(self, g: ConsumerGroupState) -> None:
         topics = self.topics()
-        subs = self._subscriptions(g, topics)
+        subs = self.subscriptions(g, topics)
         metadata = tuple(sorted((t, topics[t]) for t in set().union(*subs.values()))) if subs else ()
         if metadata != g.metadata:
             g.metadata = metadata

@@ -15,8 +15,9 @@ from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.consumer_groups import ConsumerGroupLogic, ConsumerGroupState, HeartbeatResult
+from mockbroker.state.group_offsets import COMPLETING, GroupOffsets
 
-EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
+EMPTY, PREPARING, STABLE = "Empty", "PreparingRebalance", "Stable"
 
 
 @dataclass
@@ -69,7 +70,7 @@ class Group:
         return self.consumer.state_name() if self.consumer is not None else self.state
 
 
-class GroupCoordinator:
+class GroupCoordinator(GroupOffsets):
     def __init__(self, clock: Any, initial_delay_ms: int = 0) -> None:
         self.clock = clock
         self.initial_delay_ms = initial_delay_ms
@@ -339,65 +340,6 @@ class GroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP
         del self.groups[group_id]
         return 0
-
-    # -- offsets ----------------------------------------------------------------------------------
-    def commit(self, group_id: str, member_id: str, generation: int,
-               offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None) -> int:
-        if self.fenced(group_id, member_id, instance_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        group = self.group(group_id)
-        if group.consumer is not None and self.consumer_logic is not None:
-            code = self.consumer_logic.validate_commit(group.consumer, member_id, generation)
-            if code:
-                return code
-        elif generation >= 0 or member_id:
-            if member_id not in group.members:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if group.state == COMPLETING:
-                return ErrorCode.REBALANCE_IN_PROGRESS
-            if generation != group.generation:
-                return ErrorCode.ILLEGAL_GENERATION
-            # while PreparingRebalance the old generation may still commit (commit on revoke), as in Kafka
-        elif group.members:
-            return ErrorCode.ILLEGAL_GENERATION  # a simple commit into a group with members
-        for topic, partition, offset, epoch, metadata in offsets:
-            group.offsets[(topic, partition)] = (offset, epoch, metadata)
-        return 0
-
-    def txn_commit(self, group_id: str, producer_id: int, member_id: str, generation: int,
-                   offsets: list[tuple[str, int, int, int, str | None]]) -> int:
-        """TxnOffsetCommit: hold the offsets until the producer's transaction ends."""
-        group = self.group(group_id)
-        if generation >= 0 or member_id:
-            if member_id not in group.members:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation != group.generation:
-                return ErrorCode.ILLEGAL_GENERATION
-        pending = group.pending_txn.setdefault(producer_id, {})
-        for topic, partition, offset, epoch, metadata in offsets:
-            pending[(topic, partition)] = (offset, epoch, metadata)
-        return 0
-
-    def complete_txn(self, group_id: str, producer_id: int, commit: bool) -> None:
-        group = self.groups.get(group_id)
-        pending = group.pending_txn.pop(producer_id, None) if group else None
-        if pending and commit:
-            group.offsets.update(pending)
-
-    def unstable(self, group_id: str, topic: str, partition: int) -> bool:
-        """True while an open transaction holds an offset for the partition (OffsetFetch require_stable)."""
-        group = self.groups.get(group_id)
-        return group is not None and any((topic, partition) in p for p in group.pending_txn.values())
-
-    def committed(self, group_id: str, topic: str, partition: int) -> tuple[int, int, str | None]:
-        group = self.groups.get(group_id)
-        if group is None:
-            return -1, -1, ""
-        return group.offsets.get((topic, partition), (-1, -1, ""))
-
-    def committed_all(self, group_id: str) -> dict[tuple[str, int], tuple[int, int, str | None]]:
-        group = self.groups.get(group_id)
-        return dict(group.offsets) if group else {}
 
 
 def check_group_id(group_id: str | None) -> None:

@@ -183,3 +183,31 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance() -> Non
         assert group.generation == generation  # no rebalance happened
         back.close()
         other.close()
+
+
+def test_offset_delete_with_kafka_python_admin() -> None:
+    from kafka import TopicPartition as KTP
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import GroupSubscribedToTopicError, NoError
+
+    with MockCluster(brokers=3, topics={"orders": 2, "other": 1}) as cluster:
+        fill(cluster, "orders", 20, 2)
+        fill(cluster, "other", 10, 1)
+        c = consumer(cluster, "od")
+        c.subscribe(["orders"])
+        poll_until([c], lambda seen: len(seen) >= 20)
+        c.commit(asynchronous=False)
+        state = cluster.state.groups
+        state.commit("od", "", -1, [("other", 0, 7, -1, None)])  # an admin commit for a topic nobody reads
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:
+            result = admin.delete_group_offsets("od", [KTP("orders", 0), KTP("other", 0)])
+            assert result[KTP("orders", 0)] is GroupSubscribedToTopicError
+            assert result[KTP("other", 0)] is NoError
+            assert state.committed("od", "other", 0)[0] == -1 and state.committed("od", "orders", 0)[0] == 10
+            c.close()
+            result = admin.delete_group_offsets("od", [KTP("orders", 0)])  # nobody subscribed any more
+            assert result[KTP("orders", 0)] is NoError
+            assert state.committed("od", "orders", 0)[0] == -1 and state.committed("od", "orders", 1)[0] == 10
+        finally:
+            admin.close()
