@@ -31,6 +31,7 @@ bench: $(VENV)/.installed
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/codec_bench.py
 	$(BIN)/python bench/peers_bench.py
+	$(BIN)/python bench/group_join_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

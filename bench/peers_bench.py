@@ -90,9 +90,11 @@ def auto_create(bootstrap: str) -> Callable[[str], None]:
     return create
 
 
-def start_mockbroker() -> Peer:
+def start_mockbroker(*configs: str) -> Peer:
+    """mockbroker in its own process; ``configs`` are extra KEY=VALUE broker settings."""
+    extra = [arg for kv in configs for arg in ("--config", kv)]
     proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "serve", "--port", "0", "--log-level", "WARNING",
-                             "--config", f"num.partitions={PARTITIONS}"], stdout=subprocess.PIPE, text=True)
+                             "--config", f"num.partitions={PARTITIONS}", *extra], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()  # type: ignore[union-attr]
     if not line.startswith("bootstrap.servers="):
         proc.kill()
