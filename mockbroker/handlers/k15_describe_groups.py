@@ -2,7 +2,8 @@
 
 Behavior: state, protocol type and name, and every member with its metadata (for the chosen
 protocol) and assignment; an unknown group is described as Dead with no members (Kafka does the
-same; v6 answers GROUP_ID_NOT_FOUND for it); NOT_COORDINATOR on the wrong broker.
+same; v6 answers GROUP_ID_NOT_FOUND for it); a KIP-848 consumer group is not a classic group: Dead,
+or GROUP_ID_NOT_FOUND from v6 (ConsumerGroupDescribe describes it); NOT_COORDINATOR on the wrong broker.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ NO_OPERATIONS = -(2**31)
 def _describe(ctx: Any, group_id: str) -> Any:
     code = not_coordinator(ctx, group_id)
     group = None if code else ctx.cluster.groups.groups.get(group_id)
-    if code or group is None or not (group.members or group.offsets):
+    if code or group is None or group.consumer is not None or not (group.members or group.offsets):
+        message = None
         if not code and ctx.api_version >= 6:
             code = ErrorCode.GROUP_ID_NOT_FOUND
-        return RESP.DescribedGroup(error_code=code, group_id=group_id, group_state="Dead", protocol_type="",
-                                   protocol_data="", members=[], authorized_operations=NO_OPERATIONS)
+            message = f"Group {group_id} is not a classic group." if group is not None and group.consumer else None
+        return RESP.DescribedGroup(error_code=code, error_message=message, group_id=group_id, group_state="Dead",
+                                   protocol_type="", protocol_data="", members=[],
+                                   authorized_operations=NO_OPERATIONS)
     members = []
     for m in group.members.values():
         metadata = dict(m.protocols).get(group.protocol_name or "", b"")

@@ -1,8 +1,8 @@
 """ListGroups: v0-5.
 
 Behavior: the groups this broker coordinates, with protocol type, state (v4+ filter by state) and
-type "classic" (v5+ filter by type). Group ids are spread over brokers, as in Kafka, so a client
-asks every broker.
+type, "classic" or "consumer" for KIP-848 groups (v5+ filter by type). Group ids are spread over
+brokers, as in Kafka, so a client asks every broker.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ def handle(ctx: Any, req: Any) -> Any:
     for group in ctx.cluster.groups.listed():
         if ctx.cluster.coordinator_for(group.group_id).node_id != ctx.broker_id:
             continue
-        if states and group.state.lower() not in states:
+        if states and group.state_name.lower() not in states:
             continue
-        if types and "classic" not in types:
+        if types and group.group_type not in types:
             continue
         listed.append(RESP.ListedGroup(group_id=group.group_id, protocol_type=group.protocol_type or "",
-                                       group_state=group.state, group_type="classic"))
+                                       group_state=group.state_name, group_type=group.group_type))
     return RESP.ListGroupsResponse(error_code=0, groups=listed)

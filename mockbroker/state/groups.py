@@ -175,6 +175,21 @@ class GroupCoordinator(GroupOffsets):
             self._start_rebalance(group, now, initial=False)
         self._maybe_complete_join(group)
 
+    @staticmethod
+    def _vote(group: Group) -> str:
+        """Kafka's protocol selection: among the protocols every member supports, each member votes for
+        the one it lists first; the most votes win (ties go to the leader's preference)."""
+        members = list(group.members.values())
+        common = {name for name, _ in members[0].protocols}
+        for m in members[1:]:
+            common &= {name for name, _ in m.protocols}
+        votes: dict[str, int] = {}
+        for m in members:
+            choice = next(name for name, _ in m.protocols if name in common)
+            votes[choice] = votes.get(choice, 0) + 1
+        leader_order = [name for name, _ in group.members[group.leader].protocols if name in common]
+        return max(leader_order, key=lambda name: (votes.get(name, 0), -leader_order.index(name)))
+
     def _common_protocols(self, group: Group, protocols: list[tuple[str, bytes]]) -> set[str]:
         names = {name for name, _ in protocols}
         for m in group.members.values():
@@ -208,9 +223,7 @@ class GroupCoordinator(GroupOffsets):
         group.generation += 1
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
-        leader = group.members[group.leader]
-        common = self._common_protocols(group, leader.protocols)
-        group.protocol_name = next(name for name, _ in leader.protocols if name in common)
+        group.protocol_name = self._vote(group)
         group.state = COMPLETING
         roster = [(m.member_id, m.group_instance_id, dict(m.protocols)[group.protocol_name])
                   for m in group.members.values()]

@@ -75,3 +75,44 @@ def test_simple_commits_only_without_members() -> None:
     assert gc.committed("solo", "t", 1) == (7, 3, "m")
     join(gc, require_known=False)
     assert gc.commit("g", "", -1, [("t", 0, 1, -1, None)]) == ErrorCode.ILLEGAL_GENERATION
+
+
+def test_protocol_is_chosen_by_vote_not_by_the_leader() -> None:
+    gc = GroupCoordinator(ManualClock(), initial_delay_ms=100)
+    results: list[JoinResult] = []
+    prefs = [[("range", b""), ("roundrobin", b"")], [("roundrobin", b""), ("range", b"")],
+             [("roundrobin", b""), ("range", b""), ("sticky", b"")]]
+    for i, protocols in enumerate(prefs):
+        gc.join("g", "", None, f"c{i}", 1000, 5000, "consumer", protocols, False, results.append)
+    gc.clock.advance(200)
+    gc.tick()
+    assert {r.protocol_name for r in results} == {"roundrobin"} and len(results) == 3
+
+
+def test_static_member_takes_over_and_fences_the_old_id() -> None:
+    gc = GroupCoordinator(ManualClock())
+    out: list[JoinResult] = []
+    gc.join("g", "", None, "lead", 1000, 5000, "consumer", PROTOCOLS, False, out.append)
+    lead = out[0].member_id
+    gc.sync("g", lead, 1, {lead: b"L"}, lambda *r: None)
+    gc.join("g", "", "inst", "c", 1000, 5000, "consumer", PROTOCOLS, True, out.append)  # no MEMBER_ID_REQUIRED
+    gc.join("g", lead, None, "lead", 1000, 5000, "consumer", PROTOCOLS, True, out.append)
+    static = next(r.member_id for r in out[1:] if r.member_id != lead)
+    gen = gc.groups["g"].generation
+    assert gen == 2 and gc.groups["g"].leader == lead
+    gc.sync("g", lead, gen, {lead: b"L", static: b"S"}, lambda *r: None)
+    assert gc.groups["g"].state == STABLE
+    restarted: list[JoinResult] = []
+    gc.join("g", "", "inst", "c", 1000, 5000, "consumer", PROTOCOLS, True, restarted.append)
+    new = restarted[0].member_id
+    assert new != static and (restarted[0].error, restarted[0].generation) == (0, gen)
+    assert gc.groups["g"].state == STABLE and gc.groups["g"].generation == gen  # no rebalance
+    got: list = []
+    gc.sync("g", new, gen, {}, lambda *r: got.append(r), "inst")
+    assert got == [(0, b"S")]  # the old assignment
+    assert gc.heartbeat("g", static, gen, "inst") == ErrorCode.FENCED_INSTANCE_ID
+    zombie: list[JoinResult] = []
+    gc.join("g", static, "inst", "c", 1000, 5000, "consumer", PROTOCOLS, True, zombie.append)
+    assert zombie[0].error == ErrorCode.FENCED_INSTANCE_ID
+    assert gc.leave("g", static, "inst") == ErrorCode.FENCED_INSTANCE_ID
+    assert gc.leave("g", "", "inst") == 0 and new not in gc.groups["g"].members
