@@ -5,6 +5,8 @@ Behavior:
   means every partition the group committed.
 - v8+ ask for several groups at once; v10 names topics by id. NOT_COORDINATOR on the wrong broker
   (per group from v8, top level from v2 before that).
+- v9+ with a member id: for KIP-848 groups the member and its epoch must be current
+  (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
 - Offsets committed inside an open transaction stay invisible until it commits; with
   require_stable (v7+) their partitions answer UNSTABLE_OFFSET_COMMIT (retriable) instead.
 """
@@ -55,6 +57,8 @@ def handle(ctx: Any, req: Any) -> Any:
         results = []
         for g in req.groups:
             code = not_coordinator(ctx, g.group_id)
+            if not code and ctx.api_version >= 9 and g.member_id is not None:
+                code = ctx.cluster.groups.validate_member(g.group_id, g.member_id, g.member_epoch)
             found = {} if code else _offsets(ctx, g.group_id, g.topics, ctx.api_version >= 10, req.require_stable)
             results.append(RESP.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
                 RESP.OffsetFetchResponseTopics(

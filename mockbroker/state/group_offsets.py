@@ -101,6 +101,13 @@ class GroupOffsets:
         group = self.groups.get(group_id)
         return dict(group.offsets) if group else {}
 
+    def validate_member(self, group_id: str, member_id: str, member_epoch: int) -> int:
+        """OffsetFetch v9+ from a KIP-848 member: its id and epoch must be current (classic groups: 0)."""
+        group = self.groups.get(group_id)
+        if group is None or group.consumer is None or self.consumer_logic is None:
+            return 0
+        return self.consumer_logic.validate_commit(group.consumer, member_id, member_epoch)
+
     # -- OffsetDelete ------------------------------------------------------------------------------
     def offsets_deletable(self, group_id: str) -> int:
         """GROUP_ID_NOT_FOUND / NON_EMPTY_GROUP when OffsetDelete cannot touch the group, else 0."""
