@@ -122,6 +122,14 @@ class GroupCoordinator(GroupOffsets):
         group.pending_ids.discard(member_id)
         now = self.clock.now_ms()
         member = group.members.get(member_id)
+        if member is not None and member.protocols == protocols and (
+                group.state == COMPLETING or (group.state == STABLE and member_id != group.leader)):
+            # Kafka: a known member rejoining with unchanged metadata (it may have missed the answer)
+            # gets the current generation again instead of starting a rebalance
+            member.last_seen_ms = now
+            reply(JoinResult(0, group.generation, group.protocol_name, group.leader or "", member_id,
+                             self._roster(group) if member_id == group.leader else []))
+            return
         if member is None:
             member = group.members[member_id] = Member(member_id, instance_id, client_id, session_ms, rebalance_ms,
                                                        protocols, now)
@@ -176,6 +184,12 @@ class GroupCoordinator(GroupOffsets):
         self._maybe_complete_join(group)
 
     @staticmethod
+    def _roster(group: Group) -> list[tuple[str, str | None, bytes]]:
+        """What the leader's JoinGroup answer lists: every member with its metadata for the protocol."""
+        return [(m.member_id, m.group_instance_id, dict(m.protocols)[group.protocol_name or ""])
+                for m in group.members.values()]
+
+    @staticmethod
     def _vote(group: Group) -> str:
         """Kafka's protocol selection: among the protocols every member supports, each member votes for
         the one it lists first; the most votes win (ties go to the leader's preference)."""
@@ -225,8 +239,7 @@ class GroupCoordinator(GroupOffsets):
             group.leader = next(iter(group.members))
         group.protocol_name = self._vote(group)
         group.state = COMPLETING
-        roster = [(m.member_id, m.group_instance_id, dict(m.protocols)[group.protocol_name])
-                  for m in group.members.values()]
+        roster = self._roster(group)
         for m in group.members.values():
             reply, m.join_reply = m.join_reply, None
             m.assignment = b""
