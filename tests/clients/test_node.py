@@ -87,3 +87,22 @@ def test_confluent_javascript_produces_and_consumes(cluster: MockCluster, codec:
     consumed = node("confluent_js_client.js", "consume", *common, "-", "-", str(COUNT), str(PARTITIONS))
     assert consumed.returncode == 0, consumed.stderr[-2000:]
     check_consumed(expected("confluent-js"), parse(consumed.stdout))
+
+
+@needs("kafkajs")
+def test_kafkajs_group_balances_and_takes_over() -> None:
+    import json
+
+    from .test_groups import fill
+
+    with MockCluster(brokers=3, topics={"orders": 6}) as c:
+        fill(c, "orders", 600, 6)
+        result = node("kafkajs_group.js", c.bootstrap_servers, "orders", "kjs-flow", "600")
+        assert result.returncode == 0, result.stderr[-2000:]
+        steps = {s["step"]: s for s in map(json.loads, result.stdout.splitlines())}
+        committed = c.state.groups.committed_all("kjs-flow")
+    balanced = steps["balanced"]
+    assert balanced["consumed"] == 600
+    assert sorted(p for a in balanced["assignments"] for p in a) == list(range(6))
+    assert sorted(p for a in steps["takeover"]["assignments"] for p in a) == list(range(6))
+    assert {offset for offset, _, _ in committed.values()} == {100}  # kafkajs committed what it read
