@@ -1,0 +1,45 @@
+"""DescribeTransactions: v0.
+
+Behavior: per transactional id, on its coordinator (else NOT_COORDINATOR): state (Empty, Ongoing,
+PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort), timeout, start time (-1 when no
+transaction is open), producer id and epoch, and the topic partitions in the transaction. Unknown
+ids -> TRANSACTIONAL_ID_NOT_FOUND. Groups added with AddOffsetsToTxn are not listed (Kafka lists
+them as __consumer_offsets partitions, a topic this mock does not keep).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.errors import KafkaError
+from mockbroker.handlers.registry import register
+from mockbroker.handlers.txn_common import not_txn_coordinator
+from mockbroker.protocol import api
+
+RESP = api.response_module(65)
+
+
+def _describe(ctx: Any, txn_id: str) -> Any:
+    out = RESP.TransactionState(error_code=0, transactional_id=txn_id, transaction_state="",
+                                transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
+                                producer_epoch=-1, topics=[])
+    out.error_code = not_txn_coordinator(ctx, txn_id)
+    if out.error_code:
+        return out
+    try:
+        txn = ctx.cluster.transactions.describe(txn_id)
+    except KafkaError as exc:
+        out.error_code = exc.code
+        return out
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(txn.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    out.transaction_state, out.transaction_timeout_ms = txn.state, txn.timeout_ms
+    out.transaction_start_time_ms, out.producer_id, out.producer_epoch = txn.start_ms, txn.producer_id, txn.epoch
+    out.topics = [RESP.TopicData(topic=t, partitions=p) for t, p in by_topic.items()]
+    return out
+
+
+@register(65, 0, 0)
+def handle(ctx: Any, req: Any) -> Any:
+    return RESP.DescribeTransactionsResponse(transaction_states=[_describe(ctx, t) for t in req.transactional_ids])
