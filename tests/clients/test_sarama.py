@@ -83,3 +83,37 @@ def test_zstd_over_produce_v3_is_refused_as_kafka_does(binary: Path, cluster: Mo
     assert produced.returncode == 1
     assert "does not support the compression type" in produced.stderr
     assert all(p.next_offset == 0 for p in cluster.state.topics["sarama-zstd"].partitions)
+
+
+def test_idempotent_producer(binary: Path, cluster: MockCluster) -> None:
+    topic = "sarama-idempotent"
+    cluster.create_topic(topic, PARTITIONS)
+    common = ["-brokers", cluster.bootstrap_servers, "-topic", topic, "-count", "2000", "-partitions", str(PARTITIONS)]
+    produced = run(binary, "produce", "-idempotent", *common)
+    assert produced.returncode == 0 and "acked 2000" in produced.stdout, produced.stderr
+    logs = cluster.state.topics[topic].partitions
+    assert [log.next_offset for log in logs] == [500] * PARTITIONS  # every record exactly once
+    pids = {pid for log in logs for pid in log.producers.entries}
+    assert len(pids) == 1  # one producer id, tracked on every partition
+    assert all(log.producers.entries[next(iter(pids))].last_seq == 499 for log in logs)
+    consumed = run(binary, "consume", *common)
+    assert consumed.returncode == 0 and len(consumed.stdout.splitlines()) == 2000, consumed.stderr
+
+
+def test_consumer_group_balances_and_takes_over(binary: Path) -> None:
+    from tests.clients.test_groups import fill
+
+    with MockCluster(brokers=3, topics={"orders": 6}) as c:
+        fill(c, "orders", 600, 6)
+        result = run(binary, "group", "-brokers", c.bootstrap_servers, "-topic", "orders", "-group", "sarama-flow",
+                     "-count", "600")
+        committed = c.state.groups.committed_all("sarama-flow")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+
+    def partitions(claims: str) -> list[int]:
+        return sorted(int(p) for p in claims.replace("[", " ").replace("]", " ").split())
+
+    assert partitions(lines["balanced"]) == list(range(6)) and lines["balanced"].count("[") == 3
+    assert partitions(lines["takeover"]) == list(range(6)) and lines["takeover"].count("[") == 2
+    assert {offset for offset, _, _ in committed.values()} == {100}  # Sarama committed what it marked

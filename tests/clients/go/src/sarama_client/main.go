@@ -1,11 +1,14 @@
 // sarama_client: produce or consume records with Shopify's Sarama, for mockbroker's tests.
 //
-//	sarama_client produce -brokers B -topic T -codec gzip -acks 1 -count N -partitions P
+//	sarama_client produce -brokers B -topic T -codec gzip -acks 1 -count N -partitions P [-idempotent]
 //	sarama_client consume -brokers B -topic T -partitions P -count N
+//	sarama_client group -brokers B -topic T -group G -count N
 //
 // produce sends key-<i> / value-<i> with header origin=sarama to partition i%P and prints
-// "acked N"; consume prints one tab-separated line per record:
+// "acked N" (-idempotent: Sarama's idempotent producer, acks=all, one request in flight);
+// consume prints one tab-separated line per record:
 // partition, offset, key, value, headers (k=v;...), timestamp in ms.
+// group runs three consumer-group members (see group.go).
 package main
 
 import (
@@ -46,8 +49,16 @@ func config(codec string, acks string) *sarama.Config {
 	return cfg
 }
 
-func produce(brokers []string, topic, codec, acks string, count, partitions int) error {
-	producer, err := sarama.NewAsyncProducer(brokers, config(codec, acks))
+func produce(brokers []string, topic, codec, acks string, count, partitions int, idempotent bool) error {
+	cfg := config(codec, acks)
+	if idempotent {
+		cfg.Version = sarama.V0_11_0_0 // Sarama 1.22 builds idempotent batches from 0.11 on
+		cfg.Producer.Idempotent = true
+		cfg.Producer.RequiredAcks = sarama.WaitForAll
+		cfg.Producer.Retry.Max = 5
+		cfg.Net.MaxOpenRequests = 1
+	}
+	producer, err := sarama.NewAsyncProducer(brokers, cfg)
 	if err != nil {
 		return err
 	}
@@ -128,12 +139,17 @@ func main() {
 	acks := fs.String("acks", "1", "0|1|all")
 	count := fs.Int("count", 10000, "records")
 	partitions := fs.Int("partitions", 4, "partitions")
+	idempotent := fs.Bool("idempotent", false, "use the idempotent producer")
+	group := fs.String("group", "sarama-group", "consumer group (group mode)")
 	fs.Parse(os.Args[2:])
 	list := strings.Split(*brokers, ",")
 	var err error
-	if os.Args[1] == "produce" {
-		err = produce(list, *topic, *codec, *acks, *count, *partitions)
-	} else {
+	switch os.Args[1] {
+	case "produce":
+		err = produce(list, *topic, *codec, *acks, *count, *partitions, *idempotent)
+	case "group":
+		err = groupFlow(list, *topic, *group, *count)
+	default:
 		err = consume(list, *topic, *partitions, *count)
 	}
 	if err != nil {
