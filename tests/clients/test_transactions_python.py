@@ -161,3 +161,26 @@ def test_kafka_python_offsets_in_a_transaction_and_fencing() -> None:
         assert "Fenced" in type(fenced.value).__name__ or "fenced" in str(fenced.value).lower(), fenced.value
         zombie_check.close()
         assert read_all(cluster, "out", 1, "read_committed") == {0: ["upto5"]}
+
+
+def test_confluent_transactions_read_by_kafka_python_and_aiokafka() -> None:
+    from confluent_kafka import Producer
+
+    rounds, per_round, aborted = 6, 30, {0, 3}
+    with MockCluster(brokers=3, topics={"t": PARTITIONS}) as cluster:
+        p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "ck-txn", "linger.ms": 5})
+        p.init_transactions(10)
+        for n in range(rounds):
+            p.begin_transaction()
+            for i in range(per_round):
+                p.produce("t", f"t{n}-{i}".encode(), partition=i % PARTITIONS)
+            if n in aborted:
+                assert p.flush(10) == 0  # the aborted records reach the log before the abort
+                p.abort_transaction(10)
+            else:
+                p.commit_transaction(10)
+        committed, everything = expected_split(rounds, per_round, aborted)
+        total = sum(len(v) for v in committed.values())
+        assert kp_read(cluster, "t", "read_committed", total) == committed
+        assert asyncio.run(aio_read(cluster, "t", "read_committed", total)) == committed
+        assert asyncio.run(aio_read(cluster, "t", "read_uncommitted", rounds * per_round)) == everything
