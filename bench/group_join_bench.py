@@ -21,7 +21,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer
 
 sys.path.insert(0, str(Path(__file__).parent))
-from peers_bench import PARTITIONS, Peer, start_mockbroker, start_rdkafka_mock, start_tansu
+from peers_bench import PARTITIONS, Peer, each_peer, start_mockbroker, start_rdkafka_mock, start_tansu
 
 TIMEOUT_S = 60
 
@@ -58,25 +58,18 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     counts = [int(n) for n in args.members.split(",")]
-    cases = (("mockbroker", start_mockbroker, "classic"),
-             ("mockbroker delay 100", lambda: start_mockbroker("group.initial.rebalance.delay.ms=100"), "classic"),
-             ("mockbroker KIP-848", start_mockbroker, "consumer"),
-             ("librdkafka mock", start_rdkafka_mock, "classic"), ("Tansu", start_tansu, "classic"))
+    protocols = {"mockbroker KIP-848": "consumer"}
+    cases = (("mockbroker", start_mockbroker),
+             ("mockbroker delay 100", lambda: start_mockbroker("group.initial.rebalance.delay.ms=100")),
+             ("mockbroker KIP-848", start_mockbroker), ("librdkafka mock", start_rdkafka_mock), ("Tansu", start_tansu))
     results: dict[tuple[str, int], float] = {}
-    for name, start, protocol in cases:
-        try:
-            peer = start()
-        except Exception as exc:  # a peer that cannot run here is reported, not fatal
-            print(f"{name}: not measured ({type(exc).__name__}: {exc})")
-            continue
-        try:
-            for n in counts:
-                runs = [join_time(peer, f"join-{n}-{i}", n, protocol) for i in range(args.repeat)]
-                results[(name, n)] = statistics.median(runs)
-        except Exception as exc:
-            print(f"{name}: failed ({type(exc).__name__}: {exc})")
-        finally:
-            peer.stop()
+
+    def measure(name: str, peer: Peer) -> None:
+        for n in counts:
+            runs = [join_time(peer, f"join-{n}-{i}", n, protocols.get(name, "classic")) for i in range(args.repeat)]
+            results[(name, n)] = statistics.median(runs)
+
+    each_peer(cases, measure)
     print(f"\nconfluent-kafka, {PARTITIONS} partitions: subscribe() to a full assignment; median of {args.repeat}")
     print(f"{'broker':22} {'members':>7} {'join s':>8} {'mockbroker / peer':>18}")
     for n in counts:

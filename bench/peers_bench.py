@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,6 +194,22 @@ def run_load(peer: Peer, topic: str, records: int, size: int, mode: str = "plain
     return produce_s, consume_s
 
 
+def each_peer(cases: Iterable[tuple[str, Callable[[], Peer]]], measure: Callable[[str, Peer], None]) -> None:
+    """Start each broker, run ``measure`` on it and stop it; one that cannot start or fails is reported."""
+    for name, start in cases:
+        try:
+            peer = start()
+        except Exception as exc:  # a peer that cannot run here is reported, not fatal
+            print(f"{name}: not measured ({type(exc).__name__}: {exc})")
+            continue
+        try:
+            measure(name, peer)
+        except Exception as exc:
+            print(f"{name}: failed ({type(exc).__name__}: {exc})")
+        finally:
+            peer.stop()
+
+
 def time_to_first_metadata() -> float:
     start = time.perf_counter()
     peer = start_mockbroker()
@@ -212,20 +228,13 @@ def main() -> int:
     ap.add_argument("--mode", choices=("plain", "idempotent", "transactional"), default="plain")
     args = ap.parse_args()
     results: dict[str, tuple[float, float]] = {}
-    for name, start in (("mockbroker", start_mockbroker), ("librdkafka mock", start_rdkafka_mock),
-                        ("Tansu", start_tansu)):
-        try:
-            peer = start()
-        except Exception as exc:  # a peer that cannot run here is reported, not fatal
-            print(f"{name}: not measured ({type(exc).__name__}: {exc})")
-            continue
-        try:
-            runs = [run_load(peer, f"bench-{i}", args.records, args.size, args.mode) for i in range(args.repeat)]
-            results[name] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
-        except Exception as exc:
-            print(f"{name}: failed ({type(exc).__name__}: {exc})")
-        finally:
-            peer.stop()
+
+    def measure(name: str, peer: Peer) -> None:
+        runs = [run_load(peer, f"bench-{i}", args.records, args.size, args.mode) for i in range(args.repeat)]
+        results[name] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+
+    each_peer((("mockbroker", start_mockbroker), ("librdkafka mock", start_rdkafka_mock), ("Tansu", start_tansu)),
+              measure)
     acks = "acks=1" if args.mode == "plain" else "acks=all, idempotent"
     txns = f", a transaction per {TXN_RECORDS:,} records, read_committed" if args.mode == "transactional" else ""
     print(f"\nconfluent-kafka, {args.records:,} x {args.size} B, {PARTITIONS} partitions, {acks}{txns}, linger 5 ms; "

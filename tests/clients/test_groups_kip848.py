@@ -8,19 +8,13 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mockbroker.cluster import MockCluster
+from tests.clients.test_groups import fill
 
 pytestmark = pytest.mark.clients
-
-
-def fill(cluster: MockCluster, topic: str, count: int, partitions: int) -> None:
-    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5})
-    for i in range(count):
-        p.produce(topic, f"{topic}-{i}".encode(), partition=i % partitions)
-    assert p.flush(10) == 0
 
 
 def member(cluster: MockCluster, group: str, **conf: object) -> Consumer:
