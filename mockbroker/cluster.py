@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import mockbroker.handlers  # noqa: F401  (registers every handler)
+from mockbroker.faults import FaultRule, FaultSet, Journal
 from mockbroker.server.broker import BrokerServer
+from mockbroker.state import broker_actions
 from mockbroker.state.cluster import ClusterState, Topic
 
 T = TypeVar("T")
@@ -156,6 +158,108 @@ class MockCluster:
     def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
                      config: Mapping[str, Any] | None = None) -> Topic:
         return self.call(self.state.create_topic, name, partitions, replication_factor, config)
+
+    # -- faults and the journal (see mockbroker.faults) ---------------------------------------
+    @property
+    def faults(self) -> FaultSet:
+        return self.state.faults
+
+    @property
+    def journal(self) -> Journal:
+        return self.state.journal
+
+    def add_fault(self, rule: FaultRule | dict[str, Any] | None = None, **spec: Any) -> FaultRule:
+        """Add a fault rule, e.g. ``add_fault(api="Produce", error="NOT_LEADER_OR_FOLLOWER", times=3)``."""
+        return self.state.faults.add(rule, **spec)
+
+    def remove_fault(self, rule_id: int) -> bool:
+        return self.state.faults.remove(rule_id)
+
+    # -- cluster actions ----------------------------------------------------------------------
+    def server(self, node_id: int) -> BrokerServer:
+        found = next((b for b in self.brokers if b.node_id == node_id), None)
+        if found is None:
+            raise ValueError(f"no broker {node_id}")
+        return found
+
+    async def broker_down_async(self, node_id: int) -> None:
+        """The broker stops: it refuses connections, leaves Metadata, its leaderships move."""
+        server = self.server(node_id)
+        broker_actions.take_down(self.state, node_id)
+        await server.stop()
+
+    async def broker_up_async(self, node_id: int) -> None:
+        server = self.server(node_id)
+        if server.partitioned:
+            server.partitioned = False
+        else:
+            await server.start()
+        broker_actions.bring_up(self.state, node_id)
+
+    async def add_broker_async(self) -> int:
+        node_id = max(b.node_id for b in self.brokers) + 1
+        server = BrokerServer(self.state, node_id, self.host, 0)
+        await server.start()
+        self.brokers.append(server)
+        self.state.add_broker(node_id, self.host, server.port)
+        return node_id
+
+    async def remove_broker_async(self, node_id: int) -> None:
+        await self.broker_down_async(node_id)
+        self.state.down_brokers.pop(node_id, None)
+        self.brokers.remove(self.server(node_id))
+
+    def partition_broker_async(self, node_id: int) -> None:
+        """Cut one broker off: its connections hang (nothing is answered) and, as Kafka fences a broker
+        that stops heartbeating, it leaves Metadata and its leaderships move."""
+        server = self.server(node_id)
+        broker_actions.take_down(self.state, node_id)
+        server.partitioned = True
+
+    def broker_down(self, node_id: int) -> None:
+        self._run(self.broker_down_async(node_id))
+
+    def broker_up(self, node_id: int) -> None:
+        self._run(self.broker_up_async(node_id))
+
+    def add_broker(self) -> int:
+        return self._run(self.add_broker_async())
+
+    def remove_broker(self, node_id: int) -> None:
+        self._run(self.remove_broker_async(node_id))
+
+    def partition_broker(self, node_id: int) -> None:
+        self.call(self.partition_broker_async, node_id)
+
+    def move_leader(self, topic: str, partition: int, node_id: int | None = None) -> int:
+        return self.call(broker_actions.move_leader, self.state, topic, partition, node_id)
+
+    def move_coordinator(self, key: str, node_id: int | None = None) -> int:
+        return self.call(broker_actions.move_coordinator, self.state, key, node_id)
+
+    def reset(self) -> None:
+        """Forget faults, the journal, topics, groups and transactions; bring every broker back."""
+        self._run(self.reset_async())
+
+    async def reset_async(self) -> None:
+        for node_id in list(self.state.down_brokers):
+            await self.broker_up_async(node_id)
+        fresh = ClusterState(dict(self.state.config.values), self.state.clock)
+        for server in self.brokers:
+            fresh.add_broker(server.node_id, self.host, server.port)
+            server.use_state(fresh)
+        self.state = fresh
+        for name, partitions in self._initial_topics.items():
+            fresh.create_topic(name, partitions)
+
+    def _run(self, coro: Any) -> Any:
+        """Run a coroutine on the cluster's loop from sync code (or schedule it when on the loop)."""
+        loop = self._loop
+        if loop is None or self._thread is None:
+            raise RuntimeError("use the *_async variant from async code")
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("use the *_async variant on the cluster's own loop")
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

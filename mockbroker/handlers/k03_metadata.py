@@ -6,7 +6,7 @@ Behavior:
 - Unknown topics are created when `auto.create.topics.enable` is on and the request allows it
   (always at v0-3, `allow_auto_topic_creation` from v4); otherwise UNKNOWN_TOPIC_OR_PARTITION.
   An illegal name gets INVALID_TOPIC_EXCEPTION. Unknown ids get UNKNOWN_TOPIC_ID.
-- Partitions carry leader, leader epoch, replicas and ISR (all replicas are in sync).
+- Partitions carry leader, leader epoch, replicas, ISR (the live replicas) and offline replicas.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ RESP = api.response_module(3)
 NO_OPERATIONS = -(2**31)
 
 
-def _topic(topic: Topic) -> Any:
+def _topic(topic: Topic, live: Any) -> Any:
     return RESP.MetadataResponseTopic(
         error_code=0,
         name=topic.name,
@@ -36,8 +36,8 @@ def _topic(topic: Topic) -> Any:
                 leader_id=p.leader,
                 leader_epoch=p.leader_epoch,
                 replica_nodes=list(p.replicas),
-                isr_nodes=list(p.replicas),
-                offline_replicas=[],
+                isr_nodes=[r for r in p.replicas if r in live],
+                offline_replicas=[r for r in p.replicas if r not in live],
             )
             for p in topic.partitions
         ],
@@ -55,17 +55,17 @@ def handle(ctx: Any, req: Any) -> Any:
     version = ctx.api_version
     allow_create = version < 4 or req.allow_auto_topic_creation
     if req.topics is None or (version == 0 and not req.topics):
-        topics = [_topic(t) for t in cluster.topics.values()]
+        topics = [_topic(t, cluster.brokers) for t in cluster.topics.values()]
     else:
         topics = []
         for wanted in req.topics:
             try:
                 if wanted.name is None and wanted.topic_id != ZERO_UUID:
-                    topics.append(_topic(cluster.topic_by_id(wanted.topic_id)))
+                    topics.append(_topic(cluster.topic_by_id(wanted.topic_id), cluster.brokers))
                 elif wanted.name is None:
                     topics.append(_error_topic(None, ZERO_UUID, ErrorCode.INVALID_REQUEST))
                 else:
-                    topics.append(_topic(cluster.topic_or_autocreate(wanted.name, allow_create)))
+                    topics.append(_topic(cluster.topic_or_autocreate(wanted.name, allow_create), cluster.brokers))
             except KafkaError as exc:
                 topics.append(_error_topic(wanted.name, wanted.topic_id, exc.code))
     return RESP.MetadataResponse(

@@ -25,6 +25,12 @@ class BrokerServer:
         self.server: asyncio.base_events.Server | None = None
         self.connections: set[Connection] = set()
         self.tasks: set[asyncio.Future[Any]] = set()  # requests still being answered (long polls)
+        self.partitioned = False  # a network partition: connections hang, nothing is answered
+        self.fetch_sessions = FetchSessionCache(cluster.config["max.incremental.fetch.session.cache.slots"])
+
+    def use_state(self, cluster: ClusterState) -> None:
+        """Serve a fresh cluster state (MockCluster.reset): sessions of the old one are forgotten."""
+        self.cluster = cluster
         self.fetch_sessions = FetchSessionCache(cluster.config["max.incremental.fetch.session.cache.slots"])
 
     async def start(self) -> None:

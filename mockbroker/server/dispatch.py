@@ -8,14 +8,18 @@ UNSUPPORTED_VERSION and our supported list, as Kafka does.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.faults import inject
+from mockbroker.faults.facts import error_codes, request_facts
 from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_list
 from mockbroker.protocol import api
 from mockbroker.server.connection import CloseConnection, Connection
@@ -81,22 +85,71 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         log.debug("broker %s: %s v%s from %s has %d bytes after its body (ignored, as Kafka does)",
                   broker.node_id, name, version, conn.peer, request.trailing_bytes)
     ctx = RequestContext(broker, conn, api_key, version, correlation_id, request.client_id)
+    cluster = broker.cluster
+    faults, journal = cluster.faults, cluster.journal
+    if broker.partitioned:  # a network partition: nothing comes back
+        return _hang(conn)
+    if not (faults.rules or journal.enabled):
+        return _answer(ctx, _call(ctx, handler.fn, request.body), None)
+    facts = request_facts(api_key, request.body, cluster.topics_by_id)
+    fired = faults.fire(api_key, version, broker.node_id, request.client_id, facts) if faults.rules else []
+    entry = None
+    if journal.enabled:
+        software = conn.client_software
+        entry = journal.start(time_ms=cluster.clock.now_ms(), broker=broker.node_id, connection=conn.peer,
+                              client_id=request.client_id, client_software="/".join(software) if software else None,
+                              api=name, api_key=api_key, version=version, correlation_id=correlation_id,
+                              about=facts.summary(), faults=[r.id for r in fired])
+    started = time.perf_counter()
+
+    def finish(body: Any) -> list[Any] | None:
+        if entry is not None:
+            outcome = "no response" if body is NO_RESPONSE else "answered"
+            journal.finish(entry, (time.perf_counter() - started) * 1000, outcome,
+                           () if body is NO_RESPONSE else error_codes(body))
+        if body is NO_RESPONSE:
+            return None
+        return api.encode_response(api_key, version, correlation_id, body)
+
     try:
-        body = handler.fn(ctx, request.body)
+        if fired:
+            return inject.run(ctx, request.body, fired, facts, lambda b: _call(ctx, handler.fn, b), finish)
+        return _answer(ctx, _call(ctx, handler.fn, request.body), finish)
+    except CloseConnection:
+        if entry is not None:
+            journal.finish(entry, (time.perf_counter() - started) * 1000, "closed")
+        raise
+
+
+def _call(ctx: RequestContext, fn: Any, body: Any) -> Any:
+    try:
+        return fn(ctx, body)
     except KafkaError as exc:
-        raise CloseConnection(f"{name} v{version} failed: {exc}") from None
+        raise CloseConnection(f"{api.api_name(ctx.api_key)} v{ctx.api_version} failed: {exc}") from None
+
+
+def _answer(ctx: RequestContext, body: Any, finish: Any) -> list[Any] | Awaitable[Any] | None:
     if inspect.isawaitable(body):
-        return _finish(ctx, body)
+        return _finish(ctx, body, finish)
+    if finish is not None:
+        return finish(body)
     if body is NO_RESPONSE:
         return None
-    return api.encode_response(api_key, version, correlation_id, body)
+    return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
 
 
-async def _finish(ctx: RequestContext, pending: Awaitable[Any]) -> list[Any] | None:
+async def _finish(ctx: RequestContext, pending: Awaitable[Any], finish: Any) -> list[Any] | None:
     try:
         body = await pending
     except KafkaError as exc:
         raise CloseConnection(f"{api.api_name(ctx.api_key)} v{ctx.api_version} failed: {exc}") from None
+    if finish is not None:
+        return finish(body)  # type: ignore[no-any-return]
     if body is NO_RESPONSE:
         return None
     return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
+
+
+async def _hang(conn: Connection) -> None:
+    while not conn.closed:
+        await asyncio.sleep(0.05)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.faults.journal import Journal
+from mockbroker.faults.rules import FaultSet
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.consumer_groups import ConsumerGroupLogic
@@ -109,6 +111,8 @@ class ClusterState:
         self.clock = clock or SystemClock()
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, Topic] = {}
+        self.down_brokers: dict[int, BrokerInfo] = {}
+        self.coordinator_overrides: dict[str, int] = {}
         self.topics_by_id: dict[bytes, Topic] = {}
         self.controller_id = 0
         self.producers = ProducerRegistry()
@@ -117,6 +121,8 @@ class ClusterState:
         self.transactions = TransactionCoordinator(self.clock, self.producers.new_id, self.config,
                                                    self.write_txn_markers)
         self.drop_produce_responses = 0  # test hook: close the connection after this many appends
+        self.faults = FaultSet(self.clock)
+        self.journal = Journal(self.config["mock.journal.max.entries"])
         self._placement = 0
 
     @property
@@ -137,7 +143,11 @@ class ClusterState:
         return str(self.config.get("delete.topic.enable", True)).strip().lower() != "false"
 
     def coordinator_for(self, key: str) -> BrokerInfo:
-        """The broker that coordinates a group or transactional id (a stable hash over brokers)."""
+        """The broker that coordinates a group or transactional id (a stable hash over live brokers,
+        unless a cluster action pinned it)."""
+        pinned = self.coordinator_overrides.get(key)
+        if pinned is not None and pinned in self.brokers:
+            return self.brokers[pinned]
         ids = self.live_broker_ids()
         h = 0
         for ch in key.encode():

@@ -36,6 +36,8 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "producer.id.expiration.ms": (86400000, int),
     # mock only: how long a transaction stays PrepareCommit/PrepareAbort before its markers are written
     "mock.transaction.marker.delay.ms": (0, int),
+    # mock only: how many requests the journal keeps (0 turns it off)
+    "mock.journal.max.entries": (10000, int),
     "max.incremental.fetch.session.cache.slots": (1000, int),
     "log.retention.ms": (604800000, int),
     "log.retention.bytes": (-1, int),

@@ -1,0 +1,125 @@
+"""What a request is about, read from its decoded body: topics and partitions, group id, transactional id.
+
+Fault rules match on these facts and the request journal records them.  The walk is generic over the
+generated message classes: a struct that names a topic (``name``/``topic``, or a topic id) and lists
+partitions (ints, or structs with ``partition_index``/``partition``/``index``) contributes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockbroker.protocol.runtime import Struct
+
+_PARTITION_LISTS = ("partitions", "partition_data", "partition_indexes", "partition_responses")
+_PARTITION_KEYS = ("partition_index", "partition", "index")
+_GROUP_KEYS = ("group_id", "key")
+_ZERO_UUID = b"\x00" * 16
+
+
+@dataclass(slots=True)
+class Facts:
+    topics: dict[str, set[int]] = field(default_factory=dict)  # topic -> partitions (empty: the whole topic)
+    group_ids: set[str] = field(default_factory=set)
+    transactional_id: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.topics:
+            out["topics"] = {t: sorted(p) for t, p in sorted(self.topics.items())}
+        if self.group_ids:
+            out["groups"] = sorted(self.group_ids)
+        if self.transactional_id:
+            out["transactional_id"] = self.transactional_id
+        return out
+
+
+def _slots(obj: Struct) -> tuple[str, ...]:
+    return type(obj).__slots__  # type: ignore[no-any-return]
+
+
+def _topic_name(obj: Struct, topics_by_id: dict[bytes, Any]) -> str | None:
+    for key in ("name", "topic"):
+        value = getattr(obj, key, None)
+        if isinstance(value, str) and value:
+            return value
+    topic_id = getattr(obj, "topic_id", None)
+    if isinstance(topic_id, bytes) and topic_id != _ZERO_UUID and topic_id in topics_by_id:
+        return topics_by_id[topic_id].name  # type: ignore[no-any-return]
+    return None
+
+
+def _partitions(obj: Struct) -> set[int] | None:
+    for key in _PARTITION_LISTS:
+        items = getattr(obj, key, None)
+        if isinstance(items, list):
+            out = set()
+            for item in items:
+                if isinstance(item, int):
+                    out.add(item)
+                elif isinstance(item, Struct):
+                    for pk in _PARTITION_KEYS:
+                        value = getattr(item, pk, None)
+                        if isinstance(value, int):
+                            out.add(value)
+                            break
+            return out
+    return None
+
+
+def _walk(obj: Struct, facts: Facts, topics_by_id: dict[bytes, Any], depth: int) -> None:
+    if depth > 4:
+        return
+    for slot in _slots(obj):
+        value = getattr(obj, slot, None)
+        if not isinstance(value, list) or not value or not isinstance(value[0], Struct):
+            continue
+        for item in value:
+            name = _topic_name(item, topics_by_id)
+            parts = _partitions(item)
+            if name is not None and (parts is not None or slot in ("topics", "topic_data")):
+                facts.topics.setdefault(name, set()).update(parts or ())
+            else:
+                for key in _GROUP_KEYS:
+                    group = getattr(item, key, None) if slot == "groups" else None
+                    if isinstance(group, str):
+                        facts.group_ids.add(group)
+                _walk(item, facts, topics_by_id, depth + 1)
+
+
+def request_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> Facts:
+    facts = Facts()
+    _walk(body, facts, topics_by_id, 0)
+    group = getattr(body, "group_id", None)
+    if isinstance(group, str) and group:
+        facts.group_ids.add(group)
+    for key in ("groups", "groups_names", "group_ids"):
+        names = getattr(body, key, None)
+        if isinstance(names, list) and names and isinstance(names[0], str):
+            facts.group_ids.update(names)
+    if api_key == 10:  # FindCoordinator names its group or transactional id as a key
+        keys = getattr(body, "coordinator_keys", None) or [getattr(body, "key", "")]
+        (facts.group_ids if getattr(body, "key_type", 0) == 0 else set()).update(k for k in keys if k)
+    for key in ("transactional_id", "v3_and_below_transactional_id"):
+        txn = getattr(body, key, None)
+        if isinstance(txn, str) and txn:
+            facts.transactional_id = txn
+    return facts
+
+
+def error_codes(body: Struct, depth: int = 0) -> list[int]:
+    """Every non-zero error code in a response, outermost first."""
+    out: list[int] = []
+    code = getattr(body, "error_code", 0)
+    if isinstance(code, int) and code:
+        out.append(code)
+    if depth < 5:
+        for slot in _slots(body):
+            value = getattr(body, slot, None)
+            if isinstance(value, list) and value and isinstance(value[0], Struct):
+                for item in value:
+                    out.extend(error_codes(item, depth + 1))
+            elif isinstance(value, Struct):
+                out.extend(error_codes(value, depth + 1))
+    return out

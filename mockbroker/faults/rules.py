@@ -1,0 +1,244 @@
+"""Fault rules: what requests they match and what they do to them.
+
+One mechanism behind the Python API, scenario files and the HTTP control API.  A rule matches on
+API keys and versions, broker, topic, partition, group id, transactional id and client id, counts
+matching requests (``nth``: act from the n-th match on; ``times``: act that many times, None = until
+removed), may act only with a seeded probability or inside a time window, and has one action:
+
+    error       answer with an error code (``scope`` "request": top level, or "partition": only the
+                matching partitions; nothing is handled, so no state changes)
+    delay       handle, then hold the answer ``delay_ms``
+    drop_before close the connection before handling
+    drop_after  handle (state changes happen), then close the connection instead of answering
+    no_reply    never answer: the connection hangs until the client gives up
+    throttle    answer with ``throttle_ms`` as the throttle time and, as Kafka does, mute the
+                connection that long (older request versions: delay the answer instead)
+    corrupt_crc flip a bit in the CRC of the first record batch of a Fetch answer
+    truncate    send only the first half of the answer's bytes, then close the connection
+    observe     do nothing; only count hits (tests wait for them)
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockbroker.errors import ErrorCode
+from mockbroker.faults.facts import Facts
+from mockbroker.protocol import api
+
+ACTIONS = ("error", "delay", "drop_before", "drop_after", "no_reply", "throttle", "corrupt_crc", "truncate",
+           "observe")
+
+
+def _api_key(value: int | str) -> int:
+    if isinstance(value, int):
+        return value
+    if value.isdigit():
+        return int(value)
+    for key in range(0, 100):
+        try:
+            if api.api_name(key).lower() == value.lower():
+                return key
+        except Exception:
+            continue
+    raise ValueError(f"unknown API {value!r}")
+
+
+def _error_code(value: int | str) -> int:
+    if isinstance(value, int):
+        return value
+    try:
+        return int(ErrorCode[value.upper()])
+    except KeyError:
+        raise ValueError(f"unknown error code {value!r}") from None
+
+
+@dataclass
+class FaultRule:
+    action: str
+    apis: set[int] | None = None
+    versions: set[int] | None = None
+    brokers: set[int] | None = None
+    topics: set[str] | None = None
+    partitions: set[int] | None = None
+    groups: set[str] | None = None
+    transactional_ids: set[str] | None = None
+    client_id: str | None = None  # a regular expression, matched in full
+    nth: int = 1
+    times: int | None = 1
+    probability: float = 1.0
+    seed: int | None = None
+    after_ms: int = 0  # active this long after the rule was added ...
+    until_ms: int | None = None  # ... and until this long after
+    error: int = 0
+    scope: str = "request"
+    delay_ms: int = 0
+    throttle_ms: int = 0
+    name: str = ""
+    id: int = 0
+    added_ms: int = 0
+    matched: int = 0
+    hits: int = 0
+    _rng: random.Random = field(default_factory=random.Random, repr=False)
+    _client: re.Pattern[str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"unknown action {self.action!r} (one of {', '.join(ACTIONS)})")
+        if self.action == "error" and not self.error:
+            raise ValueError("an error rule needs an error code")
+        if self.scope not in ("request", "partition"):
+            raise ValueError(f"scope must be 'request' or 'partition', not {self.scope!r}")
+        if self.nth < 1 or (self.times is not None and self.times < 1):
+            raise ValueError("nth and times must be at least 1")
+        if not 0.0 <= self.probability <= 1.0:
+            raise ValueError("probability must be between 0 and 1")
+        self._rng = random.Random(self.seed)
+        self._client = re.compile(self.client_id) if self.client_id is not None else None
+
+    @property
+    def active(self) -> bool:
+        return self.times is None or self.hits < self.times
+
+    def matches(self, api_key: int, version: int, broker: int, client_id: str | None, facts: Facts,
+                now_ms: int) -> bool:
+        if self.apis is not None and api_key not in self.apis:
+            return False
+        if self.versions is not None and version not in self.versions:
+            return False
+        if self.brokers is not None and broker not in self.brokers:
+            return False
+        if self._client is not None and not self._client.fullmatch(client_id or ""):
+            return False
+        if self.groups is not None and not (self.groups & facts.group_ids):
+            return False
+        if self.transactional_ids is not None and facts.transactional_id not in self.transactional_ids:
+            return False
+        if self.topics is not None or self.partitions is not None:
+            if not self.partitions_hit(facts):
+                return False
+        elapsed = now_ms - self.added_ms
+        return elapsed >= self.after_ms and (self.until_ms is None or elapsed < self.until_ms)
+
+    def partitions_hit(self, facts: Facts) -> dict[str, set[int]]:
+        """The request's topic partitions this rule names (all of a topic when no partitions are listed)."""
+        out: dict[str, set[int]] = {}
+        for topic, parts in facts.topics.items():
+            if self.topics is not None and topic not in self.topics:
+                continue
+            chosen = parts if self.partitions is None else parts & self.partitions
+            if chosen or (not parts and self.partitions is None):
+                out[topic] = set(chosen)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "name": self.name, "action": self.action, "hits": self.hits,
+                               "matched": self.matched, "active": self.active, "times": self.times}
+        for key in ("apis", "versions", "brokers", "topics", "partitions", "groups", "transactional_ids"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = sorted(value)
+        for key in ("client_id", "error", "scope", "delay_ms", "throttle_ms", "nth", "probability", "after_ms",
+                    "until_ms"):
+            out[key] = getattr(self, key)
+        return out
+
+
+def rule_from_dict(spec: dict[str, Any]) -> FaultRule:
+    """A rule from plain data (YAML, JSON, keyword arguments): API and error names are accepted."""
+    data = dict(spec)
+    unknown = set(data) - {"action", "api", "apis", "version", "versions", "broker", "brokers", "topic", "topics",
+                           "partition", "partitions", "group", "groups", "transactional_id", "transactional_ids",
+                           "client_id", "nth", "times", "probability", "seed", "after_ms", "until_ms", "error",
+                           "scope", "delay_ms", "throttle_ms", "name"}
+    if unknown:
+        raise ValueError(f"unknown fault field(s): {', '.join(sorted(unknown))}")
+
+    def many(single: str, plural: str, convert: Any = lambda v: v) -> set[Any] | None:
+        values: list[Any] = []
+        if single in data:
+            values.append(data.pop(single))
+        if plural in data:
+            values.extend(data.pop(plural))
+        return {convert(v) for v in values} if values else None
+
+    kwargs: dict[str, Any] = {
+        "apis": many("api", "apis", _api_key), "versions": many("version", "versions", int),
+        "brokers": many("broker", "brokers", int), "topics": many("topic", "topics", str),
+        "partitions": many("partition", "partitions", int), "groups": many("group", "groups", str),
+        "transactional_ids": many("transactional_id", "transactional_ids", str),
+    }
+    if "error" in data:
+        data["error"] = _error_code(data["error"])
+    if "action" not in data:
+        data["action"] = "error" if "error" in data else "observe"
+    kwargs.update(data)
+    return FaultRule(**kwargs)
+
+
+class FaultSet:
+    """The cluster's rules, in the order added; safe to call from any thread."""
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+        self.rules: list[FaultRule] = []
+        self._next_id = 1
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+
+    def add(self, rule: FaultRule | dict[str, Any] | None = None, **spec: Any) -> FaultRule:
+        if not isinstance(rule, FaultRule):
+            rule = rule_from_dict({**(rule or {}), **spec})
+        with self._lock:
+            rule.id = self._next_id
+            self._next_id += 1
+            rule.added_ms = self.clock.now_ms()
+            self.rules.append(rule)
+        return rule
+
+    def remove(self, rule_id: int) -> bool:
+        with self._lock:
+            before = len(self.rules)
+            self.rules = [r for r in self.rules if r.id != rule_id]
+            return len(self.rules) != before
+
+    def clear(self) -> None:
+        with self._lock:
+            self.rules = []
+
+    def get(self, rule_id: int) -> FaultRule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)
+
+    def fire(self, api_key: int, version: int, broker: int, client_id: str | None, facts: Facts) -> list[FaultRule]:
+        """The rules that act on this request (counting matches and hits as they go)."""
+        if not self.rules:
+            return []
+        now = self.clock.now_ms()
+        fired = []
+        with self._lock:
+            for rule in self.rules:
+                if not rule.active or not rule.matches(api_key, version, broker, client_id, facts, now):
+                    continue
+                rule.matched += 1
+                if rule.matched < rule.nth:
+                    continue
+                if rule.probability < 1.0 and rule._rng.random() >= rule.probability:
+                    continue
+                rule.hits += 1
+                fired.append(rule)
+            if fired:
+                self._changed.notify_all()
+        return fired
+
+    def wait_for_hits(self, rule_id: int, hits: int, timeout: float = 10.0) -> bool:
+        """Block (from a thread other than the cluster's loop) until the rule has ``hits`` hits."""
+        with self._changed:
+            return self._changed.wait_for(lambda: (r := self.get(rule_id)) is not None and r.hits >= hits, timeout)
+
+    def listed(self) -> Iterable[FaultRule]:
+        return list(self.rules)

@@ -1,0 +1,71 @@
+"""Cluster actions on state: brokers going down and up, leaders and coordinators moving.
+
+A broker taken down leaves Metadata; every partition it led gets a new leader (the first live replica,
+else the first live broker) with a bumped leader epoch, as Kafka's controller does; coordinators are
+re-hashed over the live brokers.  Coming back, a broker rejoins Metadata and leads nothing until a
+leader is moved to it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mockbroker.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from mockbroker.state.cluster import BrokerInfo, ClusterState
+
+
+def take_down(cluster: ClusterState, node_id: int) -> BrokerInfo:
+    info = cluster.brokers.get(node_id)
+    if info is None:
+        raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {node_id} is not up")
+    if len(cluster.brokers) == 1:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "cannot take down the last live broker")
+    del cluster.brokers[node_id]
+    cluster.down_brokers[node_id] = info
+    live = cluster.live_broker_ids()
+    for topic in cluster.topics.values():
+        for log in topic.partitions:
+            if log.leader == node_id:
+                new = next((r for r in log.replicas if r in cluster.brokers), live[log.index % len(live)])
+                log.bump_leader_epoch(new)
+    if cluster.controller_id == node_id:
+        cluster.controller_id = live[0]
+    return info
+
+
+def bring_up(cluster: ClusterState, node_id: int) -> BrokerInfo:
+    info = cluster.down_brokers.pop(node_id, None)
+    if info is None:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"broker {node_id} is not down")
+    cluster.brokers[node_id] = info
+    return info
+
+
+def move_leader(cluster: ClusterState, topic: str, partition: int, node_id: int | None = None) -> int:
+    """Make ``node_id`` (default: the next live broker) lead the partition; returns the new leader."""
+    log = cluster.partition(topic, partition)
+    live = cluster.live_broker_ids()
+    if node_id is None:
+        later = [b for b in live if b > log.leader]
+        node_id = later[0] if later else live[0]
+    if node_id not in cluster.brokers:
+        raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {node_id} is not up")
+    if node_id not in log.replicas:
+        log.replicas = [*log.replicas, node_id]
+    log.bump_leader_epoch(node_id)
+    return node_id
+
+
+def move_coordinator(cluster: ClusterState, key: str, node_id: int | None = None) -> int:
+    """Pin the coordinator of a group or transactional id to ``node_id`` (default: the next live broker)."""
+    current = cluster.coordinator_for(key).node_id
+    live = cluster.live_broker_ids()
+    if node_id is None:
+        later = [b for b in live if b > current]
+        node_id = later[0] if later else live[0]
+    if node_id not in cluster.brokers:
+        raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {node_id} is not up")
+    cluster.coordinator_overrides[key] = node_id
+    return node_id
