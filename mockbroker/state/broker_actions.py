@@ -52,8 +52,6 @@ def move_leader(cluster: ClusterState, topic: str, partition: int, node_id: int 
         node_id = later[0] if later else live[0]
     if node_id not in cluster.brokers:
         raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {node_id} is not up")
-    if node_id not in log.replicas:
-        log.replicas = [*log.replicas, node_id]
     log.bump_leader_epoch(node_id)
     return node_id
 

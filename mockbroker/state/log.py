@@ -155,6 +155,8 @@ class PartitionLog:
         self.leader_epoch += 1
         if new_leader is not None:
             self.leader = new_leader
+            if new_leader not in self.replicas:  # the new leader is a replica, as Kafka's controller ensures
+                self.replicas = [*self.replicas, new_leader]
         self.epoch_starts.append((self.leader_epoch, self.next_offset))
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
