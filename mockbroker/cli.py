@@ -1,6 +1,9 @@
 """Command line.
 
     mockbroker serve --brokers 3 --port 9092 --topic orders:6 --config key=value
+    mockbroker serve --control-port 9644       # also the HTTP control API (docs: control/openapi.yaml)
+    mockbroker scenario run FILE [--app | --exec CMD] [--json]
+    mockbroker scenario check FILE...
     mockbroker decode FRAME...        # print decoded request frames (bytes after the size prefix)
 
 ``serve`` prints one line ``bootstrap.servers=HOST:PORT,...`` once it listens, so scripts can read
@@ -12,9 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import KafkaError
@@ -53,7 +58,8 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         topics = dict(parse_topic_spec(t) for t in args.topic)
         cluster = MockCluster(brokers=args.brokers, host=args.host, port=args.port,
-                              config=_configs(args.config), topics=topics)
+                              config=_configs(args.config), topics=topics, control_port=args.control_port,
+                              control_host=args.control_host, control_token=args.control_token)
         await cluster.start()
     except (OSError, KafkaError, ValueError) as exc:
         print(f"mockbroker: cannot start: {exc}", file=sys.stderr)
@@ -65,10 +71,29 @@ async def _serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
+    if cluster.control_url:
+        print(f"control={cluster.control_url}", flush=True)
     await stop.wait()
     await cluster.stop()
     logging.getLogger("mockbroker").info("stopped")
     return 0
+
+
+def _add_scenario_parser(sub: Any) -> None:
+    scenario = sub.add_parser("scenario", help="run or check declarative failure scenarios (YAML)")
+    verbs = scenario.add_subparsers(dest="verb", required=True)
+    run = verbs.add_parser("run", help="run a scenario file")
+    run.add_argument("file")
+    group = run.add_mutually_exclusive_group()
+    group.add_argument("--app", action="store_true", help="run the scenario's own app command")
+    group.add_argument("--exec", dest="exec_command", metavar="COMMAND",
+                       help="run this command as the application (KAFKA_BOOTSTRAP_SERVERS set)")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    run.add_argument("--port", type=int, default=0, help="first broker's port (default: free ports)")
+    run.add_argument("--control-port", type=int, default=None, help="also serve the HTTP control API here")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    check = verbs.add_parser("check", help="check scenario files without running them")
+    check.add_argument("files", nargs="+")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,10 +109,22 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]")
     serve.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                        help="broker config, Kafka names (e.g. auto.create.topics.enable=false)")
+    serve.add_argument("--control-port", type=int, default=None,
+                       help="serve the HTTP control API on this port (0 = a free port)")
+    serve.add_argument("--control-host", default="127.0.0.1", help="control API address (default 127.0.0.1)")
+    serve.add_argument("--control-token", default=os.environ.get("MOCKBROKER_CONTROL_TOKEN"),
+                       help="require 'Authorization: Bearer TOKEN' on the control API "
+                            "(default: $MOCKBROKER_CONTROL_TOKEN)")
     serve.add_argument("--log-level", default="INFO")
+    _add_scenario_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "decode":
         return _decode(args.frames)
+    if args.command == "scenario":
+        logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        from mockbroker.scenarios import cli as scenario_cli  # YAML and JSON schema only when needed
+
+        return scenario_cli.main(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         import uvloop

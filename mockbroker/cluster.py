@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import mockbroker.handlers  # noqa: F401  (registers every handler)
@@ -25,6 +27,7 @@ from mockbroker.state.cluster import ClusterState, Topic
 
 T = TypeVar("T")
 TICK_SECONDS = 0.1
+POLL_SECONDS = 0.01
 
 
 def parse_topic_spec(spec: str) -> tuple[str, int | None]:
@@ -43,6 +46,9 @@ class MockCluster:
         config: Mapping[str, Any] | None = None,
         topics: Mapping[str, int | None] | None = None,
         clock: Any = None,
+        control_port: int | None = None,
+        control_host: str = "127.0.0.1",
+        control_token: str | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -55,6 +61,8 @@ class MockCluster:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ticker: asyncio.Future[None] | None = None
+        self._control_options = (control_host, control_port, control_token)
+        self.control: Any = None  # the ControlServer when control_port is given
 
     # -- async life cycle -------------------------------------------------------------------
     async def start(self) -> MockCluster:
@@ -69,6 +77,12 @@ class MockCluster:
             if name not in self.state.topics:
                 self.state.create_topic(name, partitions)
         self._ticker = asyncio.ensure_future(self._tick())
+        host, port, token = self._control_options
+        if port is not None:
+            from mockbroker.control import ControlServer
+
+            self.control = ControlServer(self, host, port, token)
+            await self.control.start()
         return self
 
     async def _tick(self) -> None:
@@ -81,6 +95,9 @@ class MockCluster:
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
+        if self.control is not None:
+            await self.control.stop()
+            self.control = None
         for server in self.brokers:
             await server.stop()
         self.brokers.clear()
@@ -139,6 +156,11 @@ class MockCluster:
     def bootstrap_servers(self) -> str:
         return ",".join(f"{b.host}:{b.port}" for b in self.brokers)
 
+    @property
+    def control_url(self) -> str | None:
+        """``http://host:port`` of the HTTP control API, when it runs."""
+        return self.control.url if self.control is not None else None
+
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn`` on the cluster's loop (directly when already on it) and return its result."""
         loop = self._loop
@@ -174,6 +196,38 @@ class MockCluster:
 
     def remove_fault(self, rule_id: int) -> bool:
         return self.state.faults.remove(rule_id)
+
+    @contextlib.contextmanager
+    def fault(self, rule: FaultRule | dict[str, Any] | None = None, **spec: Any) -> Iterator[FaultRule]:
+        """A fault rule for the length of a ``with`` block: ``with cluster.fault(api="Fetch", action="delay",
+        delay_ms=500, times=None) as rule: ...`` (``rule.hits`` counts what it did)."""
+        added = self.add_fault(rule, **spec)
+        try:
+            yield added
+        finally:
+            self.remove_fault(added.id)
+
+    def wait_for_hits(self, rule: FaultRule | int, hits: int = 1, timeout: float = 10.0) -> bool:
+        """Block until a rule has acted ``hits`` times (from sync code; see :meth:`wait_for_hits_async`)."""
+        rule_id = rule if isinstance(rule, int) else rule.id
+        return self.state.faults.wait_for_hits(rule_id, hits, timeout)
+
+    async def wait_for_hits_async(self, rule: FaultRule | int, hits: int = 1, timeout: float = 10.0) -> bool:
+        rule_id = rule if isinstance(rule, int) else rule.id
+        return await _poll(lambda: (r := self.state.faults.get(rule_id)) is not None and r.hits >= hits, timeout)
+
+    def wait_for_requests(self, api: str | int, count: int = 1, timeout: float = 10.0, **filters: Any) -> bool:
+        """Block until the journal holds ``count`` requests of ``api`` (filters as :meth:`Journal.entries`)."""
+        deadline = time.monotonic() + timeout
+        while len(self.journal.entries(api=api, **filters)) < count:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_SECONDS)
+        return True
+
+    async def wait_for_requests_async(self, api: str | int, count: int = 1, timeout: float = 10.0,
+                                      **filters: Any) -> bool:
+        return await _poll(lambda: len(self.journal.entries(api=api, **filters)) >= count, timeout)
 
     # -- cluster actions ----------------------------------------------------------------------
     def server(self, node_id: int) -> BrokerServer:
@@ -260,6 +314,15 @@ class MockCluster:
         if threading.current_thread() is self._thread:
             raise RuntimeError("use the *_async variant on the cluster's own loop")
         return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
+
+
+async def _poll(done: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(POLL_SECONDS)
+    return True
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

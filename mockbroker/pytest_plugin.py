@@ -1,0 +1,106 @@
+"""pytest plugin (entry point ``pytest11``): a fresh mock Kafka cluster per test.
+
+    def test_orders(mock_cluster, kafka_bootstrap):
+        producer = Producer({"bootstrap.servers": kafka_bootstrap})
+        with mock_cluster.fault(api="Produce", error="NOT_LEADER_OR_FOLLOWER") as rule: ...
+
+    @pytest.mark.mockbroker(brokers=3, topics={"orders": 6}, config={"auto.create.topics.enable": "false"})
+    def test_three_brokers(mock_cluster): ...
+
+    def test_two_clusters(mock_cluster_factory):
+        a, b = mock_cluster_factory(), mock_cluster_factory(brokers=2)
+
+    def test_scenario(mock_scenario):
+        with mock_scenario("scenarios/leader-failover-during-produce.yaml") as run:
+            produce(run.bootstrap_servers)
+        assert run.result.passed, run.result.report()
+
+Clusters run their own event loop on a background thread, so the same fixtures serve sync tests and
+asyncio tests (the client's loop and the broker's never block each other); every broker listens on a
+free port, so pytest-xdist workers never collide.  A test's clusters are stopped when it ends: nothing
+(topics, groups, faults, journal) leaks into the next test.  Options come from, in order: the
+``mock_cluster_options`` fixture (override it in a conftest.py), then the ``mockbroker`` marker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mockbroker.cluster import MockCluster
+
+_OPTIONS = ("brokers", "topics", "config", "host", "clock")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "mockbroker(brokers=1, topics=None, config=None): options for the mock_cluster fixture")
+
+
+def _checked(options: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(options) - set(_OPTIONS)
+    if unknown:
+        raise pytest.UsageError(f"mockbroker: unknown cluster option(s) {sorted(unknown)}; use {list(_OPTIONS)}")
+    return options
+
+
+@pytest.fixture
+def mock_cluster_options() -> dict[str, Any]:
+    """Default options for ``mock_cluster``; override this fixture to change them for a module or package."""
+    return {}
+
+
+@pytest.fixture
+def mock_cluster_factory() -> Iterator[Callable[..., MockCluster]]:
+    """Start clusters on demand (``factory(brokers=3, topics={"t": 2})``); all stop when the test ends."""
+    started: list[MockCluster] = []
+
+    def make(**options: Any) -> MockCluster:
+        cluster = MockCluster(**_checked(options))
+        cluster.start_background()
+        started.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in reversed(started):
+        cluster.stop_background()
+
+
+@pytest.fixture
+def mock_cluster(request: pytest.FixtureRequest, mock_cluster_factory: Callable[..., MockCluster],
+                 mock_cluster_options: dict[str, Any]) -> MockCluster:
+    """A fresh cluster for this test, configured by ``mock_cluster_options`` and the ``mockbroker`` marker."""
+    options = dict(mock_cluster_options)
+    for marker in reversed(list(request.node.iter_markers("mockbroker"))):  # the closest marker wins
+        if marker.args:
+            raise pytest.UsageError("mockbroker marker: use keyword arguments (brokers=, topics=, config=)")
+        options.update(marker.kwargs)
+    return mock_cluster_factory(**options)
+
+
+@pytest.fixture
+def kafka_bootstrap(mock_cluster: MockCluster) -> str:
+    """``bootstrap.servers`` of this test's ``mock_cluster``."""
+    return mock_cluster.bootstrap_servers
+
+
+@pytest.fixture
+def mock_scenario() -> Iterator[Callable[..., Any]]:
+    """Run a scenario file around the test's own client code: ``with mock_scenario(path) as run:`` starts
+    the scenario's cluster and timeline; leaving the block waits for the timeline, checks the
+    expectations and sets ``run.result``.  Every run is stopped when the test ends."""
+    from mockbroker.scenarios.runner import ScenarioRun
+
+    runs: list[ScenarioRun] = []
+
+    def make(path: str | Path, **options: Any) -> ScenarioRun:
+        run = ScenarioRun.from_file(path, **options)
+        runs.append(run)
+        return run
+
+    yield make
+    for run in runs:
+        run.close()

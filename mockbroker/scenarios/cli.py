@@ -1,0 +1,119 @@
+"""``mockbroker scenario run FILE`` and ``mockbroker scenario check FILE...``.
+
+``run`` starts the scenario's cluster, prints ``bootstrap.servers=...`` (stdout, or stderr with
+``--json``), plays the timeline with a progress line a second on stderr, and ends when the application
+exits (``--app`` runs the scenario's own ``app`` command, ``--exec`` any command) or, with no
+application, when every step has run and the ``end`` trigger holds.  It prints a summary (JSON with
+``--json``) and exits 0 when every step ran and every expectation held, 1 when not, 2 when the file is
+wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import signal
+import sys
+
+from mockbroker.scenarios.loader import Scenario, ScenarioError, load_file
+from mockbroker.scenarios.runner import ScenarioRun
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.verb == "check":
+        status = 0
+        for path in args.files:
+            try:
+                scenario = load_file(path)
+                print(f"{path}: ok ({scenario.name}: {len(scenario.steps)} steps, {len(scenario.expect)} expectations)")
+            except ScenarioError as exc:
+                print(exc, file=sys.stderr)
+                status = 2
+        return status
+    try:
+        scenario = load_file(args.file)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    command = _command(scenario, args)
+    if args.app and command is None:
+        print(f"{args.file}: the scenario has no app to run", file=sys.stderr)
+        return 2
+    try:
+        import uvloop
+
+        return uvloop.run(_run(scenario, args, command))
+    except ImportError:
+        return asyncio.run(_run(scenario, args, command))
+
+
+def _command(scenario: Scenario, args: argparse.Namespace) -> list[str] | None:
+    if args.exec_command:
+        return shlex.split(args.exec_command)
+    if args.app and scenario.app:
+        return [word.replace("{python}", sys.executable).replace("{here}", str(scenario.here))
+                for word in scenario.app]
+    return None
+
+
+async def _run(scenario: Scenario, args: argparse.Namespace, command: list[str] | None) -> int:
+    out = sys.stderr if args.json else sys.stdout
+    run = ScenarioRun(scenario, port=args.port, control_port=args.control_port,
+                      progress=None if args.quiet else sys.stderr)
+    try:
+        await run.start_async()
+    except OSError as exc:
+        print(f"mockbroker: cannot start: {exc}", file=sys.stderr)
+        return 1
+    print(f"bootstrap.servers={run.bootstrap_servers}", file=out, flush=True)
+    if run.cluster.control_url:
+        print(f"control={run.cluster.control_url}", file=out, flush=True)
+    try:
+        if command is not None:
+            app_exit = await _run_app(command, run, args.json)
+            result = await run.finish_async(app_exit, app_ran=True)
+        else:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            finishing = asyncio.ensure_future(run.finish_async())
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait([finishing, stopping], return_when=asyncio.FIRST_COMPLETED)
+            if not finishing.done():
+                finishing.cancel()
+                result = await run.finish_async(app_ran=True)
+                result.error = "interrupted"
+                result.passed = False
+            else:
+                result = finishing.result()
+                stopping.cancel()
+    finally:
+        await run.close_async()
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, sort_keys=True, default=str))
+    else:
+        print(result.report())
+    return 0 if result.passed else 1
+
+
+async def _run_app(command: list[str], run: ScenarioRun, quiet_stdout: bool) -> int:
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": run.bootstrap_servers,
+           "MOCKBROKER_BOOTSTRAP": run.bootstrap_servers}
+    try:
+        process = await asyncio.create_subprocess_exec(*command, env=env,
+                                                       stdout=sys.stderr.fileno() if quiet_stdout else None)
+    except OSError as exc:
+        print(f"mockbroker: cannot run {command[0]}: {exc}", file=sys.stderr)
+        return 127
+    remaining = max(run.scenario.timeout_s - run.elapsed, 0.0)
+    try:
+        return await asyncio.wait_for(process.wait(), remaining)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        print(f"mockbroker: the app did not finish within {run.scenario.timeout_s:g}s; killed", file=sys.stderr)
+        return -9
