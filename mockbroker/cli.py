@@ -41,6 +41,16 @@ def _decode(paths: list[Path]) -> int:
     return status
 
 
+def _env_int(name: str, default: int | None) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"mockbroker: {name} must be a number, not {raw!r}") from None
+
+
 def _configs(items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:
@@ -59,7 +69,8 @@ async def _serve(args: argparse.Namespace) -> int:
         topics = dict(parse_topic_spec(t) for t in args.topic)
         cluster = MockCluster(brokers=args.brokers, host=args.host, port=args.port,
                               config=_configs(args.config), topics=topics, control_port=args.control_port,
-                              control_host=args.control_host, control_token=args.control_token)
+                              control_host=args.control_host, control_token=args.control_token,
+                              advertised_host=args.advertised_host)
         await cluster.start()
     except (OSError, KafkaError, ValueError) as exc:
         print(f"mockbroker: cannot start: {exc}", file=sys.stderr)
@@ -90,6 +101,10 @@ def _add_scenario_parser(sub: Any) -> None:
                        help="run this command as the application (KAFKA_BOOTSTRAP_SERVERS set)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     run.add_argument("--port", type=int, default=0, help="first broker's port (default: free ports)")
+    run.add_argument("--host", default=os.environ.get("MOCKBROKER_HOST", "127.0.0.1"),
+                     help="address to listen on (default 127.0.0.1; $MOCKBROKER_HOST)")
+    run.add_argument("--advertised-host", default=os.environ.get("MOCKBROKER_ADVERTISED_HOST"),
+                     help="host name Metadata gives clients ($MOCKBROKER_ADVERTISED_HOST)")
     run.add_argument("--control-port", type=int, default=None, help="also serve the HTTP control API here")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     check = verbs.add_parser("check", help="check scenario files without running them")
@@ -101,17 +116,25 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     dec = sub.add_parser("decode", help="decode request frames (the bytes after the size prefix)")
     dec.add_argument("frames", nargs="+", type=Path)
-    serve = sub.add_parser("serve", help="run mock brokers until Ctrl-C")
-    serve.add_argument("--brokers", type=int, default=1, help="number of brokers (default 1)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=9092,
-                       help="first broker's port; the others follow it (0 = free ports)")
+    serve = sub.add_parser("serve", help="run mock brokers until Ctrl-C",
+                           description="Options default to MOCKBROKER_* environment variables (the Docker image "
+                                       "sets them), then to the values shown.")
+    serve.add_argument("--brokers", type=int, default=_env_int("MOCKBROKER_BROKERS", 1),
+                       help="number of brokers (default 1; $MOCKBROKER_BROKERS)")
+    serve.add_argument("--host", default=os.environ.get("MOCKBROKER_HOST", "127.0.0.1"),
+                       help="address to listen on (default 127.0.0.1; $MOCKBROKER_HOST)")
+    serve.add_argument("--advertised-host", default=os.environ.get("MOCKBROKER_ADVERTISED_HOST"),
+                       help="host name Metadata gives clients (default: --host, or 127.0.0.1 for a wildcard; "
+                            "$MOCKBROKER_ADVERTISED_HOST)")
+    serve.add_argument("--port", type=int, default=_env_int("MOCKBROKER_PORT", 9092),
+                       help="first broker's port; the others follow it (0 = free ports; $MOCKBROKER_PORT)")
     serve.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]")
     serve.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                        help="broker config, Kafka names (e.g. auto.create.topics.enable=false)")
-    serve.add_argument("--control-port", type=int, default=None,
-                       help="serve the HTTP control API on this port (0 = a free port)")
-    serve.add_argument("--control-host", default="127.0.0.1", help="control API address (default 127.0.0.1)")
+    serve.add_argument("--control-port", type=int, default=_env_int("MOCKBROKER_CONTROL_PORT", None),
+                       help="serve the HTTP control API on this port (0 = a free port; $MOCKBROKER_CONTROL_PORT)")
+    serve.add_argument("--control-host", default=os.environ.get("MOCKBROKER_CONTROL_HOST", "127.0.0.1"),
+                       help="control API address (default 127.0.0.1; $MOCKBROKER_CONTROL_HOST)")
     serve.add_argument("--control-token", default=os.environ.get("MOCKBROKER_CONTROL_TOKEN"),
                        help="require 'Authorization: Bearer TOKEN' on the control API "
                             "(default: $MOCKBROKER_CONTROL_TOKEN)")

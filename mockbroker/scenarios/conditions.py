@@ -121,12 +121,12 @@ def check(state: ClusterState, expectation: dict[str, Any], faults: dict[str, Fa
         ok, detail = _compare(rule.hits if rule is not None else 0, spec)
         return Outcome(kind, spec, ok, f"fault {spec['fault']}: {detail}")
     if kind == "requests":
-        entries = state.journal.entries(api=spec["api"])
+        entries = state.journal.entries(api=spec.get("api"))
         if "error" in spec:
             entries = [e for e in entries if spec["error"] in e.errors]
         ok, detail = _compare(len(entries), spec)
-        return Outcome(kind, spec, ok, f"{spec['api']}" + (f" answered {spec['error']}" if "error" in spec else "")
-                       + f": {detail}")
+        return Outcome(kind, spec, ok, f"{spec.get('api', 'requests')}" + (
+            f" answered {spec['error']}" if "error" in spec else "") + f": {detail}")
     if kind == "app_exit":
         if app_exit is None:
             return Outcome(kind, spec, False, "no app ran")

@@ -74,10 +74,10 @@ class ScenarioResult:
 
 class ScenarioRun:
     def __init__(self, scenario: Scenario, *, port: int = 0, control_port: int | None = None,
-                 progress: TextIO | None = None) -> None:
+                 progress: TextIO | None = None, host: str = "127.0.0.1", advertised_host: str | None = None) -> None:
         self.scenario = scenario
-        self.cluster = MockCluster(brokers=scenario.brokers, port=port, config=scenario.config,
-                                   control_port=control_port)
+        self.cluster = MockCluster(brokers=scenario.brokers, host=host, port=port, config=scenario.config,
+                                   control_port=control_port, control_host=host, advertised_host=advertised_host)
         self.progress = progress
         self.steps = [StepOutcome(s.name, s.index) for s in scenario.steps]
         self.faults: dict[str, FaultRule] = {}  # named rules, kept after removal for their hits
@@ -164,6 +164,16 @@ class ScenarioRun:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(POLL_S)
+        return True
+
+    async def wait_steps_async(self, count: int | None = None, timeout: float | None = None) -> bool:
+        """Wait until ``count`` steps (default: all) have run; False on timeout."""
+        wanted = len(self.steps) if count is None else count
+        deadline = time.monotonic() + (timeout if timeout is not None else self.scenario.timeout_s)
+        while sum(1 for s in self.steps if s.at_s is not None) < wanted:
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
         return True
 
     def close(self) -> None:
