@@ -134,16 +134,16 @@ def _after(answer: Any, rules: list[FaultRule], ctx: Any,
     truncate = _first(rules, "truncate")
     if throttle is not None and hasattr(answer, "throttle_time_ms"):
         answer.throttle_time_ms = throttle.throttle_ms
-    buffers = finish(answer)
     if throttle is None and delay is None and truncate is None:
-        return buffers
-    return _timed(ctx, buffers, throttle, delay, truncate)
+        return finish(answer)
+    return _timed(ctx, answer, finish, throttle, delay, truncate)
 
 
-async def _timed(ctx: Any, buffers: list[Any] | None, throttle: FaultRule | None, delay: FaultRule | None,
-                 truncate: FaultRule | None) -> list[Any] | None:
+async def _timed(ctx: Any, answer: Any, finish: Callable[[Any], list[Any] | None], throttle: FaultRule | None,
+                 delay: FaultRule | None, truncate: FaultRule | None) -> list[Any] | None:
     if delay is not None:
         await asyncio.sleep(delay.delay_ms / 1000)
+    buffers = finish(answer)  # after the delay, so the journal's latency includes it
     if truncate is not None and buffers:
         data = b"".join(bytes(b) for b in buffers)
         ctx.connection.write([data[: max(len(data) // 2, 5)]])
