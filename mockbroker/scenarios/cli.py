@@ -3,7 +3,8 @@
 ``run`` starts the scenario's cluster, prints ``bootstrap.servers=...`` (stdout, or stderr with
 ``--json``), plays the timeline with a progress line a second on stderr, and ends when the application
 exits (``--app`` runs the scenario's own ``app`` command, ``--exec`` any command) or, with no
-application, when every step has run and the ``end`` trigger holds.  It prints a summary (JSON with
+application, when every step has run and then the ``end`` trigger holds or, without one, on Ctrl-C or
+SIGTERM (your own application has run against it meanwhile); the timeout bounds it all.  It prints a summary (JSON with
 ``--json``) and exits 0 when every step ran and every expectation held, 1 when not, 2 when the file is
 wrong.
 """
@@ -81,17 +82,7 @@ async def _run(scenario: Scenario, args: argparse.Namespace, command: list[str] 
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
-            finishing = asyncio.ensure_future(run.finish_async())
-            stopping = asyncio.ensure_future(stop.wait())
-            await asyncio.wait([finishing, stopping], return_when=asyncio.FIRST_COMPLETED)
-            if not finishing.done():
-                finishing.cancel()
-                result = await run.finish_async(app_ran=True)
-                result.error = "interrupted"
-                result.passed = False
-            else:
-                result = finishing.result()
-                stopping.cancel()
+            result = await run.finish_async(stop=stop)
     finally:
         await run.close_async()
     if args.json:

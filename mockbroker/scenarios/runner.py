@@ -72,6 +72,10 @@ class ScenarioResult:
         return "\n".join(lines)
 
 
+class _Interrupted(Exception):
+    """Asked to stop before the steps (or the end trigger) were done."""
+
+
 class ScenarioRun:
     def __init__(self, scenario: Scenario, *, port: int = 0, control_port: int | None = None,
                  progress: TextIO | None = None, host: str = "127.0.0.1", advertised_host: str | None = None) -> None:
@@ -116,17 +120,24 @@ class ScenarioRun:
         if self.progress is not None:
             self._ticker = asyncio.ensure_future(self._tick())
 
-    async def finish_async(self, app_exit: int | None = None, app_ran: bool = False) -> ScenarioResult:
-        """End the run: with an app (``app_ran``) now; without, once the steps and the end trigger are done
-        (bounded by the scenario's timeout).  Then check the expectations."""
+    async def finish_async(self, app_exit: int | None = None, app_ran: bool = False,
+                           stop: asyncio.Event | None = None) -> ScenarioResult:
+        """End the run and check the expectations.  With an app (``app_ran``): now.  Without: once every
+        step has run and then the ``end`` trigger holds or, with no ``end``, once ``stop`` is set (the
+        command line sets it on Ctrl-C or SIGTERM: an outside application has had its time).  The
+        scenario's timeout bounds the wait; reaching it with steps or the end trigger pending fails."""
         error = None
         if not app_ran:
-            remaining = self.scenario.timeout_s - self.elapsed
+            remaining = max(self.scenario.timeout_s - self.elapsed, 0.0)
             try:
-                await asyncio.wait_for(self._until_done(), max(remaining, 0.0))
+                await asyncio.wait_for(self._until_done(stop), remaining)
             except TimeoutError:
-                error = f"timed out after {self.scenario.timeout_s:g}s" + (
-                    f" waiting for {self._current.name}" if self._current is not None else " waiting for the end")
+                if self._current is not None or self.scenario.end is not None:
+                    error = f"timed out after {self.scenario.timeout_s:g}s waiting for " + (
+                        self._current.name if self._current is not None else "the end trigger")
+            except _Interrupted:
+                error = "interrupted while waiting for " + (
+                    self._current.name if self._current is not None else "the end trigger")
         if self._timeline is not None and not self._timeline.done():
             self._timeline.cancel()
         if self._ticker is not None:
@@ -134,13 +145,25 @@ class ScenarioRun:
         self.result = self._evaluate(app_exit, app_ran, error)
         return self.result
 
-    async def _until_done(self) -> None:
+    async def _until_done(self, stop: asyncio.Event | None) -> None:
         assert self._timeline is not None
-        await asyncio.shield(self._timeline)
-        self._current = None
-        end = self.scenario.end
-        while end is not None and not conditions.trigger_holds(self.cluster.state, end, self.faults, None):
-            await asyncio.sleep(POLL_S)
+        stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
+        try:
+            await asyncio.wait([self._timeline, *([stopped] if stopped else [])], return_when=asyncio.FIRST_COMPLETED)
+            if not self._timeline.done():
+                raise _Interrupted
+            self._current = None
+            end = self.scenario.end
+            while end is not None and not conditions.trigger_holds(self.cluster.state, end, self.faults, None):
+                if stop is not None and stop.is_set():
+                    raise _Interrupted
+                await asyncio.sleep(POLL_S)
+            if end is None and stopped is not None:
+                self._say("every step has run; serving until Ctrl-C (or the timeout)")
+                await stopped
+        finally:
+            if stopped is not None:
+                stopped.cancel()
 
     async def close_async(self) -> None:
         await self.cluster.stop()

@@ -140,3 +140,21 @@ def test_no_reply_and_drop_before_make_the_client_reconnect() -> None:
         values = read_all(cluster, "t", 1, "read_uncommitted")[0]
     assert hang.hits == 1 and drop.hits == 1
     assert values == ["once"]  # neither fault let the request be handled
+
+
+def test_added_and_removed_brokers_are_followed_by_clients() -> None:
+    with MockCluster(brokers=2, topics={"t": 1}) as cluster:
+        p = producer(cluster)
+        p.produce("t", b"before", partition=0)
+        assert p.flush(10) == 0
+        new = cluster.add_broker()
+        assert len(p.list_topics(timeout=10).brokers) == 3
+        cluster.move_leader("t", 0, new)  # the producer finds the new broker through Metadata
+        p.produce("t", b"on the new broker", partition=0)
+        assert p.flush(15) == 0
+        assert cluster.journal.entries(api="Produce", broker=new)
+        cluster.remove_broker(new)  # its partition moves back to a live broker
+        assert new not in p.list_topics(timeout=10).brokers
+        p.produce("t", b"after", partition=0)
+        assert p.flush(15) == 0
+        assert read_all(cluster, "t", 1, "read_uncommitted") == {0: ["before", "on the new broker", "after"]}

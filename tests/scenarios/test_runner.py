@@ -4,6 +4,7 @@ unreached steps and timeouts exit non-zero with the reason; runs without an app;
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +106,54 @@ async def test_async_api_with_aiokafka() -> None:
         await run.close_async()
     assert result.passed, result.report()
     assert result.steps[0].detail == "fault refuse added (error)"
+
+
+@pytest.mark.clients
+def test_an_outside_app_runs_until_sigterm(tmp_path: Path) -> None:
+    from confluent_kafka import Producer
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: outside\ntimeout: 60s\ncluster: {topics: [{name: t, partitions: 1}]}\nsteps:\n"
+                        "  - fault: {name: refuse, api: Produce, error: NOT_LEADER_OR_FOLLOWER, times: 2}\n"
+                        "expect:\n  - records: {topic: t, exactly: 5}\n  - fault_hits: {fault: refuse, exactly: 2}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "scenario", "run", str(scenario), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        while not line.startswith("bootstrap.servers="):
+            line = proc.stderr.readline()
+        producer = Producer({"bootstrap.servers": line.strip().split("=", 1)[1], "retry.backoff.ms": 20})
+        for i in range(5):
+            producer.produce("t", b"v%d" % i)
+        assert producer.flush(15) == 0
+        assert proc.poll() is None  # still serving: no end trigger, so it waits for the signal
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+    summary = json.loads(out)
+    assert proc.returncode == 0 and summary["passed"] and summary["error"] is None, summary
+
+
+async def test_group_stable_trigger_and_expectation_with_aiokafka() -> None:
+    from aiokafka import AIOKafkaConsumer
+
+    scenario = load_text("name: groups\ncluster: {topics: [{name: t, partitions: 2}]}\nsteps:\n"
+                         "  - when: {group_stable: {group: g, members: 1}}\n    action: produce\n    topic: t\n"
+                         "    count: 10\nexpect:\n  - group_stable: {group: g, members: 1}\n"
+                         "  - records: {topic: t, exactly: 10}\n")
+    run = await ScenarioRun(scenario).start_async()
+    consumer = AIOKafkaConsumer("t", bootstrap_servers=run.bootstrap_servers, group_id="g",
+                                auto_offset_reset="earliest")
+    try:
+        await consumer.start()
+        got = []
+        while len(got) < 10:
+            batch = await consumer.getmany(timeout_ms=500)
+            got += [m.value for records in batch.values() for m in records]
+        result = await run.finish_async(app_ran=True)
+    finally:
+        await consumer.stop()
+        await run.close_async()
+    assert result.passed, result.report()
+    assert len(got) == 10
