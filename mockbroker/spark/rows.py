@@ -1,0 +1,138 @@
+"""Turning fetched record batches into Arrow record batches with the schema of Spark's Kafka source.
+
+Columns match the declared Spark schema exactly (binary, not large_binary; timestamp[us, tz=UTC]; int32
+partition), or Spark rejects the batch.  The audit adds producer and transaction columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from mockbroker.client import KafkaClient, KafkaClientError
+from mockbroker.client.cluster import EARLIEST
+
+SPARK_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp,"
+                " timestampType int")
+HEADERS_SCHEMA = ", headers array<struct<key:string,value:binary>>"
+AUDIT_SCHEMA = (", producerId long, producerEpoch int, sequence int, isTransactional boolean, isControl boolean,"
+                " isAborted boolean")
+ROWS_PER_BATCH = 65_536
+
+HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+
+
+def spark_schema(include_headers: bool, audit: bool = False) -> str:
+    return SPARK_SCHEMA + (HEADERS_SCHEMA if include_headers else "") + (AUDIT_SCHEMA if audit else "")
+
+
+@dataclass
+class Range:
+    """What one Spark task reads: offsets [start, end) of one partition."""
+
+    bootstrap: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+    isolation_level: int = 0
+    include_headers: bool = False
+    fail_on_data_loss: bool = True
+    audit: bool = False
+
+
+class DataLossError(RuntimeError):
+    pass
+
+
+def read_range(r: Range) -> Iterator[pa.RecordBatch]:
+    if r.end <= r.start:
+        return
+    with KafkaClient(r.bootstrap, client_id="mockbroker-spark") as client:
+        start = r.start
+        earliest = client.list_offset(r.topic, r.partition, EARLIEST)
+        if earliest > start:
+            if r.fail_on_data_loss:
+                raise DataLossError(f"{r.topic}-{r.partition}: offsets {start}..{earliest - 1} are gone (the log "
+                                    f"starts at {earliest}); set failOnDataLoss=false to skip them")
+            start = earliest
+        if start >= r.end:
+            return
+        cols = _Columns(r)
+        try:
+            batches = client.read_all(r.topic, r.partition, start, r.end, r.isolation_level) if r.audit else \
+                client.read(r.topic, r.partition, start, r.end, r.isolation_level)
+            for item in batches:
+                cols.add(item, start, r.end)
+                if cols.rows >= ROWS_PER_BATCH:
+                    yield cols.flush()
+        except KafkaClientError as exc:
+            if exc.code == 1 and not r.fail_on_data_loss:  # OFFSET_OUT_OF_RANGE: deleted while we read
+                return
+            raise
+        if cols.rows:
+            yield cols.flush()
+
+
+class _Columns:
+    def __init__(self, r: Range) -> None:
+        self.r = r
+        self._reset()
+
+    def _reset(self) -> None:
+        self.rows = 0
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.types: list[int] = []
+        self.headers: list[Any] = []
+        self.audit: list[list[Any]] = [[], [], [], [], [], []]
+
+    def add(self, item: Any, start: int, end: int) -> None:
+        if isinstance(item, tuple):
+            header, records, aborted = item[0], item[1], False
+        else:  # a FetchedBatch from read_all (audit)
+            header, records, aborted = item.header, item.records, item.aborted
+        base, ts_type = header.base_offset, header.timestamp_type
+        base_ts = header.base_timestamp
+        for rec in records:
+            offset = base + rec.offset_delta
+            if offset < start or offset >= end:
+                continue
+            self.offsets.append(offset)
+            self.keys.append(None if rec.key is None else bytes(rec.key))
+            self.values.append(None if rec.value is None else bytes(rec.value))
+            self.timestamps.append((header.max_timestamp if ts_type else base_ts + rec.timestamp_delta) * 1000)
+            self.types.append(ts_type)
+            if self.r.include_headers:
+                self.headers.append([{"key": k, "value": None if v is None else bytes(v)} for k, v in rec.headers])
+            if self.r.audit:
+                seq = header.base_sequence + rec.offset_delta if header.base_sequence >= 0 else -1
+                for column, value in zip(self.audit, (header.producer_id, header.producer_epoch, seq,
+                                                      header.is_transactional, header.is_control, aborted),
+                                         strict=True):
+                    column.append(value)
+            self.rows += 1
+
+    def flush(self) -> pa.RecordBatch:
+        n = self.rows
+        arrays = [
+            pa.array(self.keys, pa.binary()), pa.array(self.values, pa.binary()),
+            pa.array([self.r.topic] * n, pa.string()), pa.array([self.r.partition] * n, pa.int32()),
+            pa.array(self.offsets, pa.int64()), pa.array(self.timestamps, pa.timestamp("us", tz="UTC")),
+            pa.array(self.types, pa.int32()),
+        ]
+        names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+        if self.r.include_headers:
+            arrays.append(pa.array(self.headers, HEADER_TYPE))
+            names.append("headers")
+        if self.r.audit:
+            types = (pa.int64(), pa.int32(), pa.int32(), pa.bool_(), pa.bool_(), pa.bool_())
+            arrays += [pa.array(col, t) for col, t in zip(self.audit, types, strict=True)]
+            names += ["producerId", "producerEpoch", "sequence", "isTransactional", "isControl", "isAborted"]
+        self._reset()
+        return pa.RecordBatch.from_arrays(arrays, names=names)
