@@ -4,6 +4,7 @@
     mockbroker serve --control-port 9644       # also the HTTP control API (docs: control/openapi.yaml)
     mockbroker scenario run FILE [--app | --exec CMD] [--json]
     mockbroker scenario check FILE...
+    mockbroker audit --bootstrap HOST:PORT --topic T [--json FILE]   # Spark job; needs mockbroker[spark]
     mockbroker decode FRAME...        # print decoded request frames (bytes after the size prefix)
 
 ``serve`` prints one line ``bootstrap.servers=HOST:PORT,...`` once it listens, so scripts can read
@@ -112,8 +113,15 @@ def _add_scenario_parser(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["audit"]:  # a Spark job with its own options (needs mockbroker[spark])
+        from mockbroker.spark.audit import main as audit_main
+
+        return audit_main(args_in[1:])
     parser = argparse.ArgumentParser(prog="mockbroker", description="A mock Kafka broker.")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("audit", add_help=False,
+                   help="Spark audit of topics: gaps, duplicates, visible aborted records, order (mockbroker[spark])")
     dec = sub.add_parser("decode", help="decode request frames (the bytes after the size prefix)")
     dec.add_argument("frames", nargs="+", type=Path)
     serve = sub.add_parser("serve", help="run mock brokers until Ctrl-C",
