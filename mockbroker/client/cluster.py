@@ -32,8 +32,9 @@ class KafkaClientError(Exception):
 @dataclass
 class FetchedBatch:
     header: rec.BatchHeader
-    records: list[rec.Record]
+    records: list[rec.Record]  # empty when fetched with decode=False
     aborted: bool = False  # read_committed: the batch belongs to an aborted transaction
+    raw: memoryview | None = None  # the whole batch (CRC checked), when fetched with decode=False
 
 
 @dataclass
@@ -164,7 +165,7 @@ class KafkaClient:
 
     # -- fetch -----------------------------------------------------------------------------------------
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = 8 << 20, isolation_level: int = 0,
-              max_wait_ms: int = 100) -> FetchResult:
+              max_wait_ms: int = 100, decode: bool = True) -> FetchResult:
         m = api.request_module(FETCH)
         body = m.FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
                               isolation_level=isolation_level, topics=[m.FetchTopic(topic=topic, partitions=[
@@ -183,7 +184,8 @@ class KafkaClient:
             if part.error_code:
                 self._retry(part.error_code, f"Fetch {topic}-{partition} at {offset}", attempt)
                 continue
-            return FetchResult(_batches(part), part.high_watermark, part.last_stable_offset, part.log_start_offset)
+            return FetchResult(_batches(part, decode), part.high_watermark, part.last_stable_offset,
+                               part.log_start_offset)
         raise AssertionError("unreachable")
 
     def read(self, topic: str, partition: int, start: int, end: int,
@@ -194,12 +196,13 @@ class KafkaClient:
             if not batch.header.is_control and not batch.aborted:
                 yield batch.header, batch.records
 
-    def read_all(self, topic: str, partition: int, start: int, end: int,
-                 isolation_level: int = 0) -> Iterator[FetchedBatch]:
-        """Every batch covering offsets [start, end), control batches included, aborted ones flagged."""
+    def read_all(self, topic: str, partition: int, start: int, end: int, isolation_level: int = 0,
+                 decode: bool = True) -> Iterator[FetchedBatch]:
+        """Every batch covering offsets [start, end), control batches included, aborted ones flagged
+        (with ``decode=False`` the records are left in ``raw`` for the caller to decode)."""
         offset = start
         while offset < end:
-            fetched = self.fetch(topic, partition, offset, isolation_level=isolation_level)
+            fetched = self.fetch(topic, partition, offset, isolation_level=isolation_level, decode=decode)
             if not fetched.batches:
                 limit = fetched.last_stable_offset if isolation_level else fetched.high_watermark
                 if limit <= offset:
@@ -262,7 +265,7 @@ class KafkaClient:
         self.close()
 
 
-def _batches(part: Any) -> list[FetchedBatch]:
+def _batches(part: Any, decode: bool = True) -> list[FetchedBatch]:
     data = part.records
     if not data:
         return []
@@ -273,7 +276,10 @@ def _batches(part: Any) -> list[FetchedBatch]:
     for _pos, magic, view in rec.iter_batches(data, allow_partial_tail=True):
         if magic != 2:
             raise BrokerError(f"magic {magic} batch in a Fetch v4+ answer")
-        header, records = rec.decode_batch(view)
+        if decode:
+            header, records, raw = *rec.decode_batch(view), None
+        else:
+            header, records, raw = rec.verify_batch(view), [], view
         while pending and pending[0][0] <= header.last_offset:
             aborting.add(pending.pop(0)[1])
         is_aborted = False
@@ -282,5 +288,5 @@ def _batches(part: Any) -> list[FetchedBatch]:
                 aborting.discard(header.producer_id)  # the ABORT marker closes it
             else:
                 is_aborted = True
-        out.append(FetchedBatch(header, records, is_aborted))
+        out.append(FetchedBatch(header, records, is_aborted, raw))
     return out

@@ -12,8 +12,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from mockbroker import records as rec
 from mockbroker.client import KafkaClient, KafkaClientError
-from mockbroker.client.cluster import EARLIEST
+from mockbroker.client.cluster import EARLIEST, FetchedBatch
+from mockbroker.spark.columns import decode_columns
 
 SPARK_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp,"
                 " timestampType int")
@@ -63,10 +65,10 @@ def read_range(r: Range) -> Iterator[pa.RecordBatch]:
             return
         cols = _Columns(r)
         try:
-            batches = client.read_all(r.topic, r.partition, start, r.end, r.isolation_level) if r.audit else \
-                client.read(r.topic, r.partition, start, r.end, r.isolation_level)
-            for item in batches:
-                cols.add(item, start, r.end)
+            for batch in client.read_all(r.topic, r.partition, start, r.end, r.isolation_level, decode=False):
+                if not r.audit and (batch.header.is_control or batch.aborted):
+                    continue
+                cols.add(batch, start, r.end)
                 if cols.rows >= ROWS_PER_BATCH:
                     yield cols.flush()
         except KafkaClientError as exc:
@@ -92,31 +94,50 @@ class _Columns:
         self.headers: list[Any] = []
         self.audit: list[list[Any]] = [[], [], [], [], [], []]
 
-    def add(self, item: Any, start: int, end: int) -> None:
-        if isinstance(item, tuple):
-            header, records, aborted = item[0], item[1], False
-        else:  # a FetchedBatch from read_all (audit)
-            header, records, aborted = item.header, item.records, item.aborted
-        base, ts_type = header.base_offset, header.timestamp_type
-        base_ts = header.base_timestamp
-        for rec in records:
-            offset = base + rec.offset_delta
-            if offset < start or offset >= end:
-                continue
-            self.offsets.append(offset)
-            self.keys.append(None if rec.key is None else bytes(rec.key))
-            self.values.append(None if rec.value is None else bytes(rec.value))
-            self.timestamps.append((header.max_timestamp if ts_type else base_ts + rec.timestamp_delta) * 1000)
-            self.types.append(ts_type)
-            if self.r.include_headers:
-                self.headers.append([{"key": k, "value": None if v is None else bytes(v)} for k, v in rec.headers])
-            if self.r.audit:
-                seq = header.base_sequence + rec.offset_delta if header.base_sequence >= 0 else -1
-                for column, value in zip(self.audit, (header.producer_id, header.producer_epoch, seq,
-                                                      header.is_transactional, header.is_control, aborted),
-                                         strict=True):
-                    column.append(value)
-            self.rows += 1
+    def add(self, batch: FetchedBatch, start: int, end: int) -> None:
+        header = batch.header
+        assert batch.raw is not None
+        codec = header.compression
+        if codec == rec.NONE:
+            data, pos = bytes(batch.raw), rec.HEADER_SIZE
+        else:
+            data, pos = rec.decompress(codec, batch.raw[rec.HEADER_SIZE:]), 0
+        keys: list[Any] = []
+        values: list[Any] = []
+        deltas: list[int] = []
+        ts_deltas: list[int] = []
+        headers: list[Any] | None = [] if self.r.include_headers else None
+        decode_columns(data, pos, header.record_count, keys, values, deltas, ts_deltas, headers)
+        base = header.base_offset
+        first, last = start - base, end - base  # the wanted offset deltas: [first, last)
+        if deltas and (deltas[0] < first or deltas[-1] >= last):
+            keep = [i for i, d in enumerate(deltas) if first <= d < last]
+            keys, values, deltas, ts_deltas = ([col[i] for i in keep] for col in (keys, values, deltas, ts_deltas))
+            if headers is not None:
+                headers = [headers[i] for i in keep]
+        n = len(deltas)
+        if not n:
+            return
+        self.keys += keys
+        self.values += values
+        self.offsets += [base + d for d in deltas]
+        if header.timestamp_type:
+            self.timestamps += [header.max_timestamp * 1000] * n
+        else:
+            base_ts = header.base_timestamp
+            self.timestamps += [(base_ts + d) * 1000 for d in ts_deltas]
+        self.types += [header.timestamp_type] * n
+        if headers is not None:
+            self.headers += headers
+        if self.r.audit:
+            producer, epoch, sequence, transactional, control, aborted = self.audit
+            producer += [header.producer_id] * n
+            epoch += [header.producer_epoch] * n
+            sequence += [header.base_sequence + d if header.base_sequence >= 0 else -1 for d in deltas]
+            transactional += [header.is_transactional] * n
+            control += [header.is_control] * n
+            aborted += [batch.aborted] * n
+        self.rows += n
 
     def flush(self) -> pa.RecordBatch:
         n = self.rows
