@@ -163,6 +163,17 @@ class KafkaClient:
             return part.offset
         raise AssertionError("unreachable")
 
+    def latest_offset(self, topic: str, partition: int, isolation_level: int = 0) -> int:
+        """The end of the partition (the last stable offset with read_committed): ListOffsets, checked
+        against a Fetch's watermark there, because not every broker answers ListOffsets right (Tansu 0.6
+        answers 1 for a partition holding one batch of many records)."""
+        listed = self.list_offset(topic, partition, LATEST, isolation_level)
+        fetched = self.fetch(topic, partition, listed, max_bytes=1, isolation_level=isolation_level, max_wait_ms=1,
+                             decode=False)  # Tansu answers nothing at all to max_wait_ms=0
+        mark = fetched.last_stable_offset if isolation_level and fetched.last_stable_offset >= 0 \
+            else fetched.high_watermark
+        return max(listed, mark)
+
     # -- fetch -----------------------------------------------------------------------------------------
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = 8 << 20, isolation_level: int = 0,
               max_wait_ms: int = 100, decode: bool = True) -> FetchResult:
@@ -180,6 +191,8 @@ class KafkaClient:
             if answer.error_code:
                 self._retry(answer.error_code, f"Fetch {topic}-{partition}", attempt)
                 continue
+            if not answer.responses or not answer.responses[0].partitions:
+                return FetchResult([], -1, -1, -1)  # nothing said about the partition (Tansu, sometimes)
             part = answer.responses[0].partitions[0]
             if part.error_code:
                 self._retry(part.error_code, f"Fetch {topic}-{partition} at {offset}", attempt)
@@ -201,8 +214,14 @@ class KafkaClient:
         """Every batch covering offsets [start, end), control batches included, aborted ones flagged
         (with ``decode=False`` the records are left in ``raw`` for the caller to decode)."""
         offset = start
+        silent = 0
         while offset < end:
             fetched = self.fetch(topic, partition, offset, isolation_level=isolation_level, decode=decode)
+            if fetched.high_watermark < 0:
+                silent += 1
+                if silent > RETRIES:
+                    raise KafkaClientError(6, f"{topic}-{partition}: the broker keeps answering nothing")
+                continue
             if not fetched.batches:
                 limit = fetched.last_stable_offset if isolation_level else fetched.high_watermark
                 if limit <= offset:

@@ -174,15 +174,17 @@ def resolve_offsets(opts: SourceOptions, client: KafkaClient, spec: str | None, 
             if chosen is None:
                 chosen = EARLIEST if (spec or default) == "earliest" else LATEST
             wanted = chosen
-        if wanted in (EARLIEST, LATEST):
-            wanted = client.list_offset(topic, partition, wanted, opts.isolation_level)
+        if wanted == LATEST:
+            wanted = client.latest_offset(topic, partition, opts.isolation_level)
+        elif wanted == EARLIEST:
+            wanted = client.list_offset(topic, partition, EARLIEST, opts.isolation_level)
         out.setdefault(topic, {})[str(partition)] = wanted
     return canonical(out)
 
 
 def _by_timestamp(client: KafkaClient, topic: str, partition: int, ts: int, isolation: int) -> int:
     found = client.list_offset(topic, partition, ts, isolation)
-    return found if found >= 0 else client.list_offset(topic, partition, LATEST, isolation)
+    return found if found >= 0 else client.latest_offset(topic, partition, isolation)
 
 
 def canonical(offsets: Mapping[str, Mapping[str, int]]) -> Offsets:

@@ -19,7 +19,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from mockbroker.client import LATEST, KafkaClient
+from mockbroker.client import KafkaClient
 from mockbroker.spark.options import (
     Offsets,
     OptionError,
@@ -124,8 +124,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _latest(self) -> Offsets:
         out: Offsets = {}
         for topic, partition in self.opts.topic_partitions(self.client):
-            out.setdefault(topic, {})[str(partition)] = self.client.list_offset(topic, partition, LATEST,
-                                                                                self.opts.isolation_level)
+            out.setdefault(topic, {})[str(partition)] = self.client.latest_offset(topic, partition,
+                                                                                  self.opts.isolation_level)
         return canonical(out)
 
     def prepareForTriggerAvailableNow(self) -> None:
