@@ -91,9 +91,33 @@ def _compare(value: int, spec: dict[str, Any]) -> tuple[bool, str]:
     return ok, f"{value} (wanted {' and '.join(wanted)})"
 
 
+def spark_audit(bootstrap: str, topics: list[str]) -> tuple[bool, str]:
+    """Run the Spark audit (blocking: call it off the cluster's loop, which must keep serving fetches)."""
+    try:
+        import os
+        import sys
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        from pyspark.sql import SparkSession
+
+        from mockbroker.spark.audit import run_audit
+    except ImportError:
+        return False, "the audit needs pyspark (pip install 'mockbroker[spark]')"
+    spark = (SparkSession.builder.master("local[2]").appName("mockbroker-scenario-audit")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    report = run_audit(spark, bootstrap, topics)
+    detail = (f"{report.records:,} records ({report.committed:,} committed, {report.aborted:,} aborted), "
+              f"{report.gaps} gaps, {report.duplicates} duplicates, {report.visible_aborted} visible aborted, "
+              f"{report.order_violations} order violations")
+    return report.passed, detail
+
+
 def check(state: ClusterState, expectation: dict[str, Any], faults: dict[str, FaultRule], app_exit: int | None,
-          audits: dict[str, TopicAudit]) -> Outcome:
+          audits: dict[str, TopicAudit], spark_audits: dict[int, tuple[bool, str]] | None = None) -> Outcome:
     (kind, spec), = expectation.items()
+    if kind == "audit":
+        ok, detail = (spark_audits or {}).get(id(expectation), (False, "the audit did not run"))
+        return Outcome(kind, spec, ok, detail)
 
     def audit() -> TopicAudit:
         topic = spec["topic"]

@@ -142,7 +142,14 @@ class ScenarioRun:
             self._timeline.cancel()
         if self._ticker is not None:
             self._ticker.cancel()
-        self.result = self._evaluate(app_exit, app_ran, error)
+        spark_audits: dict[int, tuple[bool, str]] = {}
+        loop = asyncio.get_running_loop()
+        for expectation in self.scenario.expect:
+            if "audit" in expectation:  # a Spark job reading this cluster: run it off the loop
+                self._say(f"running the Spark audit of {', '.join(expectation['audit']['topics'])}")
+                spark_audits[id(expectation)] = await loop.run_in_executor(
+                    None, conditions.spark_audit, self.bootstrap_servers, expectation["audit"]["topics"])
+        self.result = self._evaluate(app_exit, app_ran, error, spark_audits)
         return self.result
 
     async def _until_done(self, stop: asyncio.Event | None) -> None:
@@ -291,13 +298,14 @@ class ScenarioRun:
             self.progress.write(f"[{self.elapsed:7.2f}s] {text}\n")
             self.progress.flush()
 
-    def _evaluate(self, app_exit: int | None, app_ran: bool, error: str | None) -> ScenarioResult:
+    def _evaluate(self, app_exit: int | None, app_ran: bool, error: str | None,
+                  spark_audits: dict[int, tuple[bool, str]]) -> ScenarioResult:
         state = self.cluster.state
         audits: dict[str, TopicAudit] = {}
         expectations = list(self.scenario.expect)
         if app_ran and app_exit is not None and not any("app_exit" in e for e in expectations):
             expectations.append({"app_exit": 0})
-        outcomes = [conditions.check(state, e, self.faults, app_exit, audits) for e in expectations]
+        outcomes = [conditions.check(state, e, self.faults, app_exit, audits, spark_audits) for e in expectations]
         for topic in self.scenario.topics:
             conditions.check(state, {"records": {"topic": topic["name"], "at_least": 0}}, {}, None, audits)
         unreached = [s for s, step in zip(self.steps, self.scenario.steps, strict=True)

@@ -95,3 +95,15 @@ def test_clean_topics_written_under_faults_pass(spark: Any, cluster: MockCluster
     report = run_audit(spark, cluster.bootstrap_servers, ["clean"])
     assert report.passed, report.table()
     assert (report.records, report.committed, report.aborted, report.open) == (30_100, 30_050, 50, 0)
+
+
+def test_a_scenario_can_end_with_the_spark_audit(spark: Any) -> None:
+    from mockbroker.scenarios import ScenarioRun, load_text
+
+    scenario = load_text("name: audited\ncluster: {brokers: 2, topics: [{name: a, partitions: 2}]}\nsteps:\n"
+                         "  - {action: produce, topic: a, count: 1000}\n"
+                         "expect:\n  - audit: {topics: [a]}\n")
+    with ScenarioRun(scenario) as run:
+        assert run.wait_steps(timeout=10)
+    assert run.result is not None and run.result.passed, run.result.report()
+    assert run.result.expectations[0].detail.startswith("1,000 records (1,000 committed, 0 aborted), 0 gaps")
