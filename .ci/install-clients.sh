@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the non-Python Kafka clients the test suite drives: kcat, Sarama (Go, from Debian),
-# kafkajs and @confluentinc/kafka-javascript (npm, linked against Debian's librdkafka).
+# kafkajs and @confluentinc/kafka-javascript (npm, linked against Debian's librdkafka), and a Java runtime
+# for the Spark tests (pyspark itself comes with the Python test extras).
 # Idempotent: quick when everything is already there.  Needs root for apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,7 @@ command -v go >/dev/null || need+=(golang-go)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 dpkg -s librdkafka-dev >/dev/null 2>&1 || need+=(librdkafka-dev)
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)  # Spark (the data source tests)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-clients: apt-get install ${need[*]}"
   apt-get update -qq

@@ -74,21 +74,23 @@ def run_audit(spark: Any, bootstrap: str, topics: list[str], examples: int = 5) 
     # control record key: version int16, type int16 (0 ABORT, 1 COMMIT)
     marked = full.withColumn("markerType", F.when(F.col("isControl"), F.conv(F.hex(F.substring("key", 3, 2)), 16, 10)
                                                    .cast("int")))
-    by_producer = (Window.partitionBy("topic", "partition", "producerId").orderBy("offset")
-                   .rowsBetween(Window.currentRow, Window.unboundedFollowing))
-    fate = marked.withColumn("nextMarker", F.first("markerType", ignorenulls=True).over(by_producer))
-    data = fate.where(~F.col("isControl")).withColumn(
+    # the next marker of the same producer: offsets descending with a growing frame (linear in Spark; a
+    # currentRow..unboundedFollowing frame is recomputed for every row)
+    by_producer = (Window.partitionBy("topic", "partition", "producerId").orderBy(F.col("offset").desc())
+                   .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    fate = marked.withColumn("nextMarker", F.last("markerType", ignorenulls=True).over(by_producer)).withColumn(
         "state", F.when(~F.col("isTransactional"), F.lit("committed"))
         .when(F.col("nextMarker") == 1, F.lit("committed")).when(F.col("nextMarker") == 0, F.lit("aborted"))
         .otherwise(F.lit("open"))).cache()
+    data = fate.where(~F.col("isControl"))
     report = AuditReport(sorted(topics))
     counts = {r["state"]: r["count"] for r in data.groupBy("state").count().collect()}
     report.committed, report.aborted, report.open = (counts.get(k, 0) for k in ("committed", "aborted", "open"))
     report.records = sum(counts.values())
-    report.control_markers = full.where(F.col("isControl")).count()
+    report.control_markers = fate.where(F.col("isControl")).count()
 
     by_offset = Window.partitionBy("topic", "partition").orderBy("offset")
-    gaps = (full.select("topic", "partition", "offset").withColumn("previous", F.lag("offset").over(by_offset))
+    gaps = (fate.select("topic", "partition", "offset").withColumn("previous", F.lag("offset").over(by_offset))
             .where(F.col("offset") - F.col("previous") > 1))
     report.gaps = gaps.count()
     report.examples["gaps"] = [f"{r.topic}-{r.partition}: {r.previous} -> {r.offset}" for r in gaps.limit(examples)
@@ -118,7 +120,7 @@ def run_audit(spark: Any, bootstrap: str, topics: list[str], examples: int = 5) 
     report.examples["order_violations"] = [f"{r.topic}-{r.partition} offset {r.offset}" for r in
                                            ordered.limit(examples).collect()]
     report.examples = {k: v for k, v in report.examples.items() if v}
-    data.unpersist()
+    fate.unpersist()
     return report
 
 
