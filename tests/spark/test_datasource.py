@@ -188,3 +188,32 @@ def test_streaming_sink_with_a_topic_column(spark: Any, cluster: MockCluster, tm
     query.awaitTermination(120)
     assert query.exception() is None
     assert sum(log.high_watermark for log in cluster.state.topics["copied"].partitions) == 600
+
+
+def test_fail_on_data_loss(spark: Any, cluster: MockCluster) -> None:
+    cluster.create_topic("trimmed", 1)
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(10):
+        p.produce("trimmed", f"x{i}".encode(), partition=0)
+        p.flush(10)  # one batch per record, so the log can start mid-way
+
+    def trim() -> None:
+        log = cluster.state.partition("trimmed", 0)
+        log.log_start_offset = 4  # as DeleteRecords or retention would leave it
+
+    cluster.call(trim)
+    options = {"subscribe": "trimmed", "startingOffsets": '{"trimmed":{"0":0}}'}
+    with pytest.raises(Exception, match="are gone"):
+        reader(spark, cluster, **options).count()
+    kept = reader(spark, cluster, failOnDataLoss="false", **options)
+    assert [r.offset for r in kept.select("offset").collect()] == list(range(4, 10))
+
+
+def test_the_sink_needs_a_value_and_a_topic(spark: Any, cluster: MockCluster) -> None:
+    df = spark.createDataFrame([("k", "v")], "key string, value string")
+    base = df.write.format("mockbroker").option("kafka.bootstrap.servers", cluster.bootstrap_servers).mode("append")
+    with pytest.raises(Exception, match="give a topic option or a topic column"):
+        base.save()
+    with pytest.raises(Exception, match="needs a value column"):
+        (df.selectExpr("key").write.format("mockbroker").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+         .option("topic", "x").mode("append").save())
