@@ -274,6 +274,35 @@ def build_batch(
         last_delta = offset_delta
         if max_delta is None or ts_delta > max_delta:
             max_delta = ts_delta
+    max_timestamp = NO_TIMESTAMP if max_delta is None else base_timestamp + max_delta
+    return batch_from_body(
+        body, len(items), last_delta, base_timestamp, max_timestamp, base_offset=base_offset,
+        compression=compression, timestamp_type=timestamp_type, producer_id=producer_id,
+        producer_epoch=producer_epoch, base_sequence=base_sequence, transactional=transactional, control=control,
+        partition_leader_epoch=partition_leader_epoch, compression_level=compression_level, xerial=xerial,
+    )
+
+
+def batch_from_body(
+    body: Buffer,
+    record_count: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    *,
+    base_offset: int = 0,
+    compression: int = NONE,
+    timestamp_type: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    control: bool = False,
+    partition_leader_epoch: int = -1,
+    compression_level: int | None = None,
+    xerial: bool = False,
+) -> bytes:
+    """A v2 batch around already encoded records (``body``): compression, header and CRC."""
     if compression & ~ATTR_CODEC_MASK or compression > ZSTD:
         raise UnsupportedCompressionError(f"unknown compression codec {compression}")
     payload = compress(compression, body, level=compression_level, xerial=xerial) if compression else body
@@ -284,12 +313,11 @@ def build_batch(
         attributes |= ATTR_TRANSACTIONAL
     if control:
         attributes |= ATTR_CONTROL
-    max_timestamp = NO_TIMESTAMP if max_delta is None else base_timestamp + max_delta
     out = bytearray(HEADER_SIZE)
     _HEADER.pack_into(
         out, 0, base_offset, MIN_BATCH_LENGTH + len(payload), partition_leader_epoch, 2, 0,
-        attributes, last_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
-        base_sequence, len(items),
+        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+        base_sequence, record_count,
     )  # fmt: skip
     out += payload
     _UINT32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))

@@ -1,4 +1,5 @@
-"""Decoding a v2 record batch's records straight into column lists, for Arrow.
+"""Decoding a v2 record batch's records straight into column lists (reads) and encoding column lists into
+record bytes (the sink), without a per-record object either way.
 
 The general decoder (:mod:`mockbroker.records.record`) builds a :class:`Record` per record and checks
 every length against the batch; here the batch has already passed its CRC check and came from a
@@ -12,6 +13,65 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.records.varint import read_zigzag
+
+_SMALL = 1 << 14
+# zigzag varint bytes of every value whose zigzag form fits in two bytes
+_VARINT = [bytes([z]) if z < 0x80 else bytes([(z & 0x7F) | 0x80, z >> 7]) for z in range(_SMALL)]
+
+
+def _zz(value: int) -> bytes:
+    z = (value << 1) ^ (value >> 63)
+    if z < _SMALL:
+        return _VARINT[z]
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def encode_columns(keys: list[bytes | None], values: list[bytes | None],
+                   headers: list[list[tuple[str, bytes | None]]] | None, ts_deltas: list[int]) -> bytearray:
+    """The records of a v2 batch (offset deltas 0..n-1) from column lists."""
+    out = bytearray()
+    varint = _VARINT
+    for i, value in enumerate(values):
+        key = keys[i]
+        body = bytearray(b"\x00")  # attributes
+        ts = ts_deltas[i]
+        body += varint[ts << 1] if 0 <= ts < 8192 else _zz(ts)
+        body += varint[i << 1] if i < 8192 else _zz(i)
+        if key is None:
+            body += b"\x01"
+        else:
+            n = len(key)
+            body += varint[n << 1] if n < 8192 else _zz(n)
+            body += key
+        if value is None:
+            body += b"\x01"
+        else:
+            n = len(value)
+            body += varint[n << 1] if n < 8192 else _zz(n)
+            body += value
+        row_headers = headers[i] if headers is not None else None
+        if row_headers:
+            body += _zz(len(row_headers))
+            for name, data in row_headers:
+                raw = name.encode()
+                body += _zz(len(raw))
+                body += raw
+                if data is None:
+                    body += b"\x01"
+                else:
+                    body += _zz(len(data))
+                    body += data
+        else:
+            body += b"\x00"
+        n = len(body)
+        out += varint[n << 1] if n < 8192 else _zz(n)
+        out += body
+    return out
 
 
 def decode_columns(data: bytes, pos: int, count: int, keys: list[Any], values: list[Any], deltas: list[int],

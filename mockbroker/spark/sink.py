@@ -10,6 +10,7 @@ sink: a task retried by Spark writes its rows again.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from pyspark.sql.types import StructType
 from mockbroker import records as rec
 from mockbroker.client import KafkaClient
 from mockbroker.client.partitioner import partition_for_key
+from mockbroker.spark.columns import encode_columns
 from mockbroker.spark.options import OptionError
 
 CODECS = {"none": rec.NONE, "gzip": rec.GZIP, "snappy": rec.SNAPPY, "lz4": rec.LZ4, "zstd": rec.ZSTD}
@@ -68,84 +70,98 @@ def _bytes(value: Any) -> bytes | None:
 
 
 class _Producer:
-    """Per-task idempotent producer: batches per partition, sent in order, one in flight."""
+    """Per-task idempotent producer: rows grouped per partition, sent as batches in order, one in flight."""
 
     def __init__(self, opts: SinkOptions) -> None:
         self.opts = opts
         self.client = KafkaClient(opts.bootstrap, client_id="mockbroker-spark-sink")
         self.producer_id, self.epoch = self.client.init_producer_id()
         self.sequences: dict[tuple[str, int], int] = {}
-        self.pending: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
-        self.pending_bytes: dict[tuple[str, int], int] = {}
         self.round_robin: dict[str, int] = {}
         self.written: dict[str, int] = {}
         self.count = 0
 
-    def add(self, topic: str, partition: int | None, key: bytes | None, value: bytes | None,
-            headers: list[tuple[str, bytes | None]], timestamp_ms: int) -> None:
-        partitions = self.client.partition_count(topic)
-        if partition is None:
-            if key is not None:
-                partition = partition_for_key(key, partitions)
-            else:
-                partition = self.round_robin.get(topic, 0) % partitions
-                self.round_robin[topic] = partition + 1
-        elif not 0 <= partition < partitions:
-            raise OptionError(f"partition {partition} does not exist in {topic} ({partitions} partitions)")
-        tp = (topic, partition)
-        self.pending.setdefault(tp, []).append((key, value, headers, timestamp_ms))
-        size = self.pending_bytes.get(tp, 0) + len(key or b"") + len(value or b"") + 16
-        self.pending_bytes[tp] = size
-        if len(self.pending[tp]) >= BATCH_RECORDS or size >= BATCH_BYTES:
-            self.flush(tp)
+    def place(self, topic: str, keys: list[bytes | None], partitions: list[int | None]) -> list[int]:
+        """The partition of every row: the given one, murmur2 of the key, or round-robin."""
+        count = self.client.partition_count(topic)
+        out = []
+        turn = self.round_robin.get(topic, 0)
+        for key, chosen in zip(keys, partitions, strict=True):
+            if chosen is None:
+                if key is not None:
+                    chosen = partition_for_key(key, count)
+                else:
+                    chosen = turn % count
+                    turn += 1
+            elif not 0 <= chosen < count:
+                raise OptionError(f"partition {chosen} does not exist in {topic} ({count} partitions)")
+            out.append(chosen)
+        self.round_robin[topic] = turn
+        return out
 
-    def flush(self, tp: tuple[str, int]) -> None:
-        items = self.pending.pop(tp, [])
-        self.pending_bytes.pop(tp, None)
-        if not items:
-            return
-        sequence = self.sequences.get(tp, 0)
-        batch = rec.build_batch(items, compression=self.opts.compression, producer_id=self.producer_id,
-                                producer_epoch=self.epoch, base_sequence=sequence)
-        self.client.produce(tp[0], tp[1], batch, acks=self.opts.acks)
-        self.sequences[tp] = (sequence + len(items)) % 2**31
-        self.written[f"{tp[0]}-{tp[1]}"] = self.written.get(f"{tp[0]}-{tp[1]}", 0) + len(items)
-        self.count += len(items)
-
-    def close(self) -> SinkCommit:
-        try:
-            for tp in list(self.pending):
-                self.flush(tp)
-        finally:
-            self.client.close()
-        return SinkCommit(self.count, self.written)
+    def send(self, topic: str, partition: int, keys: list[bytes | None], values: list[bytes | None],
+             headers: list[Any] | None, stamps: list[int]) -> None:
+        """Write rows to one partition in batches of at most BATCH_RECORDS records / ~BATCH_BYTES bytes."""
+        start = 0
+        while start < len(values):
+            stop, size = start, 0
+            while stop < len(values) and stop - start < BATCH_RECORDS and size < BATCH_BYTES:
+                size += len(values[stop] or b"") + len(keys[stop] or b"") + 16
+                stop += 1
+            base_ts = stamps[start]
+            deltas = [t - base_ts for t in stamps[start:stop]]
+            body = encode_columns(keys[start:stop], values[start:stop],
+                                  headers[start:stop] if headers is not None else None, deltas)
+            tp = (topic, partition)
+            sequence = self.sequences.get(tp, 0)
+            n = stop - start
+            batch = rec.batch_from_body(body, n, n - 1, base_ts, base_ts + max(deltas),
+                                        compression=self.opts.compression, producer_id=self.producer_id,
+                                        producer_epoch=self.epoch, base_sequence=sequence)
+            self.client.produce(topic, partition, batch, acks=self.opts.acks)
+            self.sequences[tp] = (sequence + n) % 2**31
+            self.written[f"{topic}-{partition}"] = self.written.get(f"{topic}-{partition}", 0) + n
+            self.count += n
+            start = stop
 
 
 def write_batches(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> SinkCommit:
-    import time
-
     producer = _Producer(opts)
     now = int(time.time() * 1000)
     try:
         for batch in batches:
-            columns = {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
             n = batch.num_rows
-            values = columns["value"]
-            keys = columns.get("key", [None] * n)
-            parts = columns.get("partition", [None] * n)
-            topics = [opts.topic] * n if opts.topic is not None else columns["topic"]
-            headers = columns.get("headers", [None] * n)
-            stamps = columns.get("timestamp", [None] * n)
-            for i in range(n):
-                if topics[i] is None:
+            names = batch.schema.names
+            values = [_bytes(v) for v in batch.column(names.index("value")).to_pylist()]
+            keys = [_bytes(k) for k in batch.column(names.index("key")).to_pylist()] if "key" in names else [None] * n
+            parts = batch.column(names.index("partition")).to_pylist() if "partition" in names else [None] * n
+            if opts.topic is not None:
+                topics = [opts.topic] * n
+            else:
+                topics = batch.column(names.index("topic")).to_pylist()
+                if None in topics:
                     raise OptionError("a row has no topic (null topic column and no topic option)")
-                hdrs = [(h["key"], _bytes(h["value"])) for h in headers[i]] if headers[i] else []
-                ts = int(stamps[i].timestamp() * 1000) if stamps[i] is not None else now
-                producer.add(topics[i], parts[i], _bytes(keys[i]), _bytes(values[i]), hdrs, ts)
-    except BaseException:
+            headers = None
+            if "headers" in names:
+                headers = [[(h["key"], _bytes(h["value"])) for h in row] if row else []
+                           for row in batch.column(names.index("headers")).to_pylist()]
+            if "timestamp" in names:
+                stamps = [int(t.timestamp() * 1000) if t is not None else now
+                          for t in batch.column(names.index("timestamp")).to_pylist()]
+            else:
+                stamps = [now] * n
+            groups: dict[tuple[str, int], list[int]] = {}
+            for topic in dict.fromkeys(topics):
+                rows = [i for i in range(n) if topics[i] == topic] if opts.topic is None else list(range(n))
+                placed = producer.place(topic, [keys[i] for i in rows], [parts[i] for i in rows])
+                for i, partition in zip(rows, placed, strict=True):
+                    groups.setdefault((topic, partition), []).append(i)
+            for (topic, partition), rows in groups.items():
+                producer.send(topic, partition, [keys[i] for i in rows], [values[i] for i in rows],
+                              [headers[i] for i in rows] if headers is not None else None, [stamps[i] for i in rows])
+    finally:
         producer.client.close()
-        raise
-    return producer.close()
+    return SinkCommit(producer.count, producer.written)
 
 
 class BatchWriter(DataSourceArrowWriter):

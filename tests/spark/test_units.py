@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from mockbroker import records as rec
 from mockbroker.client.partitioner import murmur2, partition_for_key
-from mockbroker.spark.columns import decode_columns
+from mockbroker.spark.columns import decode_columns, encode_columns
 from mockbroker.spark.options import OptionError, canonical, parse_source
 from mockbroker.spark.source import _split_by_backlog
 
@@ -73,3 +73,18 @@ def test_column_decoder_agrees_with_the_record_decoder(items: list[tuple]) -> No
     assert values == [None if r.value is None else bytes(r.value) for r in records]
     assert deltas == [r.offset_delta for r in records] and ts == [r.timestamp_delta for r in records]
     assert headers == [[{"key": k, "value": None if v is None else bytes(v)} for k, v in r.headers] for r in records]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(record, min_size=1, max_size=40), st.sampled_from([rec.NONE, rec.GZIP, rec.ZSTD]))
+def test_column_encoder_makes_batches_the_record_decoder_reads(items: list[tuple], codec: int) -> None:
+    base = min(i[3] for i in items)
+    body = encode_columns([i[0] for i in items], [i[1] for i in items], [i[2] for i in items],
+                          [i[3] - base for i in items])
+    data = rec.batch_from_body(body, len(items), len(items) - 1, base, max(i[3] for i in items), compression=codec,
+                               producer_id=7, producer_epoch=0, base_sequence=3)
+    header, records = rec.decode_batch(data)
+    assert (header.record_count, header.base_sequence, header.compression) == (len(items), 3, codec)
+    assert [(None if r.key is None else bytes(r.key), None if r.value is None else bytes(r.value),
+             [(k, None if v is None else bytes(v)) for k, v in r.headers], base + r.timestamp_delta)
+            for r in records] == [(k, v, list(h), t) for k, v, h, t in items]
