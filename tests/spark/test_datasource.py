@@ -69,6 +69,20 @@ def test_batch_read_matches_the_producer_record_for_record(spark: Any, cluster: 
     assert [r[5] for r in rows] == [p[5] for p in produced]
 
 
+def test_streaming_read_matches_the_producer_record_for_record(spark: Any, cluster: MockCluster,
+                                                              produced: list[tuple[Any, ...]], tmp_path: Path) -> None:
+    stream = (spark.readStream.format("mockbroker").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+              .option("subscribe", "events").option("startingOffsets", "earliest").option("includeHeaders", "true")
+              .load())
+    query = (stream.writeStream.format("memory").queryName("events_stream")
+             .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    assert query.exception() is None
+    rows = sorted((r.partition, r.offset, r.key, r.value, [(h.key, h.value) for h in r.headers],
+                   int(r.timestamp.timestamp() * 1000)) for r in spark.sql("SELECT * FROM events_stream").collect())
+    assert rows == [(p, o, k, v, list(h), t) for p, o, k, v, h, t in produced]
+
+
 def test_assign_with_starting_and_ending_offsets(spark: Any, cluster: MockCluster) -> None:
     df = reader(spark, cluster, assign='{"events":[0,2]}', startingOffsets='{"events":{"0":10,"2":-2}}',
                 endingOffsets='{"events":{"0":20,"2":-1}}')
