@@ -45,26 +45,33 @@ def test_kafka_python_group_flow() -> None:
                     c.poll(timeout_ms=50)
         assert not pending, "commits did not go through"
 
-    def poll(consumers: list[KafkaConsumer], done, timeout: float = 20) -> set[tuple[int, int]]:  # type: ignore[no-untyped-def]
-        """Each consumer polls in its own thread (as applications run them) until ``done(seen)``."""
+    def poll(consumers: list[KafkaConsumer], done, timeout: float = 30) -> set[tuple[int, int]]:  # type: ignore[no-untyped-def]
+        """Each consumer polls in its own thread (as applications run them) until ``done(seen)``; an
+        exception in a polling thread fails the test with its cause (a silent thread death would leave
+        its member to time out of the group)."""
         seen: set[tuple[int, int]] = set()
         lock = threading.Lock()
         deadline = time.monotonic() + timeout
+        errors: list[BaseException] = []
 
         def run(c: KafkaConsumer) -> None:
-            while time.monotonic() < deadline:
-                with lock:
-                    if done(seen):
-                        return
-                for records in c.poll(timeout_ms=50).values():
+            try:
+                while time.monotonic() < deadline:
                     with lock:
-                        seen.update((r.partition, r.offset) for r in records)
+                        if done(seen):
+                            return
+                    for records in c.poll(timeout_ms=50).values():
+                        with lock:
+                            seen.update((r.partition, r.offset) for r in records)
+            except BaseException as exc:
+                errors.append(exc)
 
         threads = [threading.Thread(target=run, args=(c,)) for c in consumers]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        assert not errors, f"a polling thread failed: {errors[0]!r}"
         return seen
 
     with MockCluster(brokers=3, topics={"orders": 6}) as cluster:
@@ -81,9 +88,16 @@ def test_kafka_python_group_flow() -> None:
         for c in rest:
             c.close()
         fill(cluster, "orders", 60, 6, start=600)
-        late = member()
-        more = poll([late], lambda s: len(s) >= 60)
-        late.close()
+        more: set[tuple[int, int]] = set()
+        for _attempt in range(2):
+            # Under CPU load kafka-python 3.0.12 sometimes goes silent right after a SyncGroup answer (the
+            # journal shows no further request from it, not even a heartbeat, and the group empties by
+            # session expiry); a second consumer then has to find the same committed offsets.
+            late = member()
+            more = poll([late], lambda s: len(s) >= 60, timeout=15)
+            late.close()
+            if more:
+                break
     assert len(more) == 60 and min(offset for _, offset in more) == 100
 
 
