@@ -143,6 +143,26 @@ class KafkaClient:
         self._connections.clear()
         self.refresh()
 
+    def _partition_call(self, what: str, topic: str, partition: int, api_key: int, version: int, body: Any,
+                        partition_of: Any) -> Any:
+        """Send ``body`` to the partition's leader and return the partition's part of the answer, retrying
+        (with a metadata refresh) on lost connections and retriable errors."""
+        for attempt in range(RETRIES + 1):
+            try:
+                answer = self._leader(topic, partition).request(api_key, version, body)
+            except BrokerError:
+                self._retry(6, f"{topic}-{partition}", attempt)
+                continue
+            if getattr(answer, "error_code", 0):
+                self._retry(answer.error_code, f"{what} {topic}-{partition}", attempt)
+                continue
+            part = partition_of(answer)
+            if part is not None and part.error_code:
+                self._retry(part.error_code, f"{what} {topic}-{partition}", attempt)
+                continue
+            return part
+        raise AssertionError("unreachable")
+
     # -- offsets -------------------------------------------------------------------------------------
     def list_offset(self, topic: str, partition: int, timestamp: int, isolation_level: int = 0) -> int:
         """EARLIEST, LATEST (the last stable offset with read_committed), or the first offset at or after a
@@ -150,18 +170,9 @@ class KafkaClient:
         m = api.request_module(LIST_OFFSETS)
         body = m.ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[m.ListOffsetsTopic(
             name=topic, partitions=[m.ListOffsetsPartition(partition_index=partition, timestamp=timestamp)])])
-        for attempt in range(RETRIES + 1):
-            try:
-                answer = self._leader(topic, partition).request(LIST_OFFSETS, 7, body)
-            except BrokerError:
-                self._retry(6, f"{topic}-{partition}", attempt)
-                continue
-            part = answer.topics[0].partitions[0]
-            if part.error_code:
-                self._retry(part.error_code, f"ListOffsets {topic}-{partition}", attempt)
-                continue
-            return part.offset
-        raise AssertionError("unreachable")
+        part = self._partition_call("ListOffsets", topic, partition, LIST_OFFSETS, 7, body,
+                                    lambda answer: answer.topics[0].partitions[0])
+        return part.offset
 
     def latest_offset(self, topic: str, partition: int, isolation_level: int = 0) -> int:
         """The end of the partition (the last stable offset with read_committed): ListOffsets, checked
@@ -182,24 +193,16 @@ class KafkaClient:
                               isolation_level=isolation_level, topics=[m.FetchTopic(topic=topic, partitions=[
                                   m.FetchPartition(partition=partition, fetch_offset=offset,
                                                    partition_max_bytes=max_bytes)])])
-        for attempt in range(RETRIES + 1):
-            try:
-                answer = self._leader(topic, partition).request(FETCH, 12, body)
-            except BrokerError:
-                self._retry(6, f"{topic}-{partition}", attempt)
-                continue
-            if answer.error_code:
-                self._retry(answer.error_code, f"Fetch {topic}-{partition}", attempt)
-                continue
+
+        def partition_of(answer: Any) -> Any:
             if not answer.responses or not answer.responses[0].partitions:
-                return FetchResult([], -1, -1, -1)  # nothing said about the partition (Tansu, sometimes)
-            part = answer.responses[0].partitions[0]
-            if part.error_code:
-                self._retry(part.error_code, f"Fetch {topic}-{partition} at {offset}", attempt)
-                continue
-            return FetchResult(_batches(part, decode), part.high_watermark, part.last_stable_offset,
-                               part.log_start_offset)
-        raise AssertionError("unreachable")
+                return None  # nothing said about the partition (Tansu, sometimes)
+            return answer.responses[0].partitions[0]
+
+        part = self._partition_call("Fetch", topic, partition, FETCH, 12, body, partition_of)
+        if part is None:
+            return FetchResult([], -1, -1, -1)
+        return FetchResult(_batches(part, decode), part.high_watermark, part.last_stable_offset, part.log_start_offset)
 
     def read(self, topic: str, partition: int, start: int, end: int,
              isolation_level: int = 0) -> Iterator[tuple[rec.BatchHeader, list[rec.Record]]]:
@@ -255,22 +258,12 @@ class KafkaClient:
         m = api.request_module(PRODUCE)
         body = m.ProduceRequest(acks=acks, timeout_ms=30000, topic_data=[m.TopicProduceData(
             name=topic, partition_data=[m.PartitionProduceData(index=partition, records=batch)])])
-        for attempt in range(RETRIES + 1):
-            try:
-                conn = self._leader(topic, partition)
-                if acks == 0:
-                    conn.send_only(PRODUCE, 9, body)
-                    return -1
-                answer = conn.request(PRODUCE, 9, body)
-            except BrokerError:
-                self._retry(6, f"{topic}-{partition}", attempt)
-                continue
-            part = answer.responses[0].partition_responses[0]
-            if part.error_code:
-                self._retry(part.error_code, f"Produce {topic}-{partition}", attempt)
-                continue
-            return part.base_offset
-        raise AssertionError("unreachable")
+        if acks == 0:
+            self._leader(topic, partition).send_only(PRODUCE, 9, body)
+            return -1
+        part = self._partition_call("Produce", topic, partition, PRODUCE, 9, body,
+                                    lambda answer: answer.responses[0].partition_responses[0])
+        return part.base_offset
 
     def close(self) -> None:
         for conn in self._connections.values():
