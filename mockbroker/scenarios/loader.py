@@ -137,7 +137,7 @@ def _build(data: dict[str, Any], path: Path | None, fail: Any) -> Scenario:
     cluster = data.get("cluster", {})
     scenario = Scenario(
         name=data["name"], path=path, description=data.get("description", ""),
-        brokers=cluster.get("brokers", 1), config={k: _config_value(v) for k, v in cluster.get("config", {}).items()},
+        brokers=cluster.get("brokers", 1), config={k: config_text(v) for k, v in cluster.get("config", {}).items()},
         topics=cluster.get("topics", []), app=data.get("app"), end=data.get("end"), expect=data.get("expect", []),
     )
     if "timeout" in data:
@@ -191,7 +191,8 @@ def _check_step(raw: dict[str, Any], where: list[Any], faults: set[str], scenari
             raise fail([*where, "when", "request"], str(exc)) from None
 
 
-def _config_value(value: Any) -> str:
+def config_text(value: Any) -> str:
+    """A config value as Kafka's text form (YAML booleans become true/false)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -19,7 +19,7 @@ from mockbroker.cluster import MockCluster
 from mockbroker.cluster_actions import ACTIONS, OPTIONAL, run_action
 from mockbroker.faults import FaultRule, rule_from_dict
 from mockbroker.scenarios import conditions
-from mockbroker.scenarios.loader import Scenario, Step, load_file
+from mockbroker.scenarios.loader import Scenario, Step, config_text, load_file
 from mockbroker.state.inspect import TopicAudit
 
 POLL_S = 0.02
@@ -114,7 +114,7 @@ class ScenarioRun:
         """On the cluster's loop: create the topics, start the clock, the timeline and the progress line."""
         for topic in self.scenario.topics:
             self.cluster.state.create_topic(topic["name"], topic.get("partitions"), topic.get("replication_factor"),
-                                            {k: conditions_str(v) for k, v in topic.get("config", {}).items()})
+                                            {k: config_text(v) for k, v in topic.get("config", {}).items()})
         self._started = time.monotonic()
         self._timeline = asyncio.ensure_future(self._play())
         if self.progress is not None:
@@ -317,10 +317,3 @@ class ScenarioRun:
         faults = [{"id": r.id, "name": r.name, "action": r.action, "hits": r.hits} for _, r in sorted(rules.items())]
         return ScenarioResult(self.scenario.name, passed, self.elapsed, self.steps, outcomes, app_exit, error,
                               {name: a.to_dict() for name, a in audits.items()}, faults)
-
-
-def conditions_str(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
