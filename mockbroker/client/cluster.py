@@ -204,14 +204,6 @@ class KafkaClient:
             return FetchResult([], -1, -1, -1)
         return FetchResult(_batches(part, decode), part.high_watermark, part.last_stable_offset, part.log_start_offset)
 
-    def read(self, topic: str, partition: int, start: int, end: int,
-             isolation_level: int = 0) -> Iterator[tuple[rec.BatchHeader, list[rec.Record]]]:
-        """Data batches covering offsets [start, end), control and (read_committed) aborted batches skipped.
-        Records outside [start, end) in the first and last batch are the caller's to skip."""
-        for batch in self.read_all(topic, partition, start, end, isolation_level):
-            if not batch.header.is_control and not batch.aborted:
-                yield batch.header, batch.records
-
     def read_all(self, topic: str, partition: int, start: int, end: int, isolation_level: int = 0,
                  decode: bool = True) -> Iterator[FetchedBatch]:
         """Every batch covering offsets [start, end), control batches included, aborted ones flagged
