@@ -1,0 +1,119 @@
+/* Optional C speedups for the produce hot path: a yes/no check of the records of a v2 batch.
+
+   records_ok(buffer, pos, end, count, base_timestamp, min_timestamp, max_timestamp, check_timestamps,
+              need_keys) -> bool
+
+   True only when mockbroker.records.check.check_records would find nothing wrong with the same
+   arguments.  Any doubt answers False, and the caller then runs the Python checker, which names the
+   problem: this module never decides what error a client gets, it only lets clean batches skip the
+   per-record Python loop.  Every read is bounds-checked against ``end``; a field that runs past its
+   record is a failure (the Python checker reports it as a length mismatch or truncation).  The
+   property test tests/records/test_speedups.py compares both on generated and corrupted batches.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define MIN_RECORD_SIZE 7
+#define NO_TIMESTAMP (-1)
+
+/* Read a zigzag varint of at most max_bytes bytes from buf[*pos .. limit); 0 on any problem. */
+static int read_zigzag(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t limit, int max_bytes,
+                       int64_t *out) {
+    uint64_t raw = 0;
+    int shift = 0;
+    Py_ssize_t p = *pos;
+    int bits = max_bytes == 5 ? 32 : 64;
+    for (int i = 0; i < max_bytes; i++) {
+        if (p >= limit) return 0;
+        unsigned char byte = buf[p++];
+        uint64_t part = (uint64_t)(byte & 0x7F);
+        if (shift >= 64 || (shift > 0 && (part >> (64 - shift)) != 0)) return 0; /* bits lost: overflow */
+        raw |= part << shift;
+        if (byte < 0x80) {
+            if (bits == 32 && (raw >> 32) != 0) return 0;
+            *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+            *pos = p;
+            return 1;
+        }
+        shift += 7;
+    }
+    return 0;
+}
+
+static int check(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_ts,
+                 int64_t min_ts, int64_t max_ts, int check_ts, int need_keys) {
+    if (count < 0 || count > (end - pos) / MIN_RECORD_SIZE) return 0;
+    for (Py_ssize_t index = 0; index < count; index++) {
+        int64_t length, ts_delta, offset_delta, size, headers;
+        if (!read_zigzag(buf, &pos, end, 5, &length)) return 0;
+        if (length < 6 || length > end - pos) return 0;
+        Py_ssize_t rec_end = pos + (Py_ssize_t)length;
+        pos += 1; /* attributes */
+        if (!read_zigzag(buf, &pos, rec_end, 10, &ts_delta)) return 0;
+        if (!read_zigzag(buf, &pos, rec_end, 5, &offset_delta)) return 0;
+        if (offset_delta != (int64_t)index) return 0;
+        if (check_ts) {
+            int64_t ts;
+            if (__builtin_add_overflow(base_ts, ts_delta, &ts)) return 0;
+            if (ts != NO_TIMESTAMP && (ts < min_ts || ts > max_ts)) return 0;
+        }
+        if (!read_zigzag(buf, &pos, rec_end, 5, &size)) return 0; /* key */
+        if (size < 0) {
+            if (size != -1 || need_keys) return 0;
+        } else {
+            if (size > rec_end - pos) return 0;
+            pos += (Py_ssize_t)size;
+        }
+        if (!read_zigzag(buf, &pos, rec_end, 5, &size)) return 0; /* value */
+        if (size < -1) return 0;
+        if (size > 0) {
+            if (size > rec_end - pos) return 0;
+            pos += (Py_ssize_t)size;
+        }
+        if (!read_zigzag(buf, &pos, rec_end, 5, &headers)) return 0;
+        if (headers < 0 || headers > (rec_end - pos) / 2) return 0;
+        for (int64_t h = 0; h < headers; h++) {
+            if (!read_zigzag(buf, &pos, rec_end, 5, &size)) return 0; /* header key */
+            if (size < 0 || size > rec_end - pos) return 0;
+            pos += (Py_ssize_t)size;
+            if (!read_zigzag(buf, &pos, rec_end, 5, &size)) return 0; /* header value */
+            if (size < -1 || size > rec_end - pos) return 0;
+            if (size > 0) pos += (Py_ssize_t)size;
+        }
+        if (pos != rec_end) return 0;
+    }
+    return pos == end;
+}
+
+static PyObject *records_ok(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos, end, count;
+    long long base_ts, min_ts, max_ts;
+    int check_ts, need_keys;
+    if (!PyArg_ParseTuple(args, "y*nnnLLLpp:records_ok", &view, &pos, &end, &count, &base_ts, &min_ts, &max_ts,
+                          &check_ts, &need_keys))
+        return NULL;
+    int ok = 0;
+    if (pos >= 0 && end >= pos && end <= view.len) {
+        Py_BEGIN_ALLOW_THREADS
+        ok = check((const unsigned char *)view.buf, pos, end, count, base_ts, min_ts, max_ts, check_ts, need_keys);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(ok);
+}
+
+static PyMethodDef methods[] = {
+    {"records_ok", records_ok, METH_VARARGS,
+     "records_ok(buffer, pos, end, count, base_ts, min_ts, max_ts, check_ts, need_keys) -> bool\n"
+     "True when the v2 records in buffer[pos:end] pass every check check_records makes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "mockbroker.records._speedups",
+    "Optional C speedups for record checks (see records/check.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
