@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mockbroker.protocol.runtime import Struct
+from mockbroker.protocol.runtime import EncodedList, Struct
 
 _PARTITION_LISTS = ("partitions", "partition_data", "partition_indexes", "partition_responses")
 _PARTITION_KEYS = ("partition_index", "partition", "index")
@@ -117,7 +117,12 @@ def error_codes(body: Struct, depth: int = 0) -> list[int]:
     if depth < 5:
         for slot in _slots(body):
             value = getattr(body, slot, None)
-            if isinstance(value, list) and value and isinstance(value[0], Struct):
+            if type(value) is EncodedList:  # a cached part of a repeated answer: walk it once
+                key = ("error_codes", depth)
+                if key not in value.derived:
+                    value.derived[key] = [c for item in value for c in error_codes(item, depth + 1)]
+                out.extend(value.derived[key])
+            elif isinstance(value, list) and value and isinstance(value[0], Struct):
                 for item in value:
                     out.extend(error_codes(item, depth + 1))
             elif isinstance(value, Struct):

@@ -213,6 +213,34 @@ def assemble(out: bytearray, holes: list[tuple[int, Any]]) -> list[Any]:
     return parts
 
 
+class EncodedList(list):  # type: ignore[type-arg]
+    """A list of structs that keeps its encoding, for answers that repeat (Metadata for many partitions).
+
+    Generated writers hand an EncodedList to :meth:`encode_into` instead of looping over it; the bytes
+    written by one element writer are kept and reused the next time.  The list and its structs must not
+    change after the first encode.  Elements that leave holes (records) are never cached.  ``derived``
+    lets other readers of the answer (the journal's error-code walk) keep what they computed from it.
+    """
+
+    __slots__ = ("_encoded", "derived")
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self._encoded: dict[Any, bytes] = {}
+        self.derived: dict[Any, Any] = {}
+
+    def encode_into(self, writer: Any, out: bytearray, holes: list[tuple[int, Any]]) -> None:
+        data = self._encoded.get(writer)
+        if data is not None:
+            out += data
+            return
+        start, had_holes = len(out), len(holes)
+        for e in self:
+            writer(e, out, holes)
+        if len(holes) == had_holes:
+            self._encoded[writer] = bytes(out[start:])
+
+
 class _Missing:
     """Marks an omitted constructor argument whose default is a fresh mutable value."""
 

@@ -62,3 +62,32 @@ def test_oversized_frame_closes_the_connection_before_reading_it(single: MockClu
     with socket.create_connection(("127.0.0.1", single.brokers[0].port), timeout=5) as s:
         s.sendall(struct.pack(">i", 200 * 1024 * 1024))
         assert s.recv(10) == b""
+
+
+def _metadata(port: int, version: int = 12) -> dict[str, list[tuple[int, int, int, list[int], list[int]]]]:
+    m = api.request_module(3)
+    frame = api.to_bytes(api.encode_request(3, version, 5, m.MetadataRequest(topics=None,
+                                                                            allow_auto_topic_creation=False)))
+    _, body = api.decode_response(3, version, _exchange(port, frame[4:]))
+    return {t.name: [(p.partition_index, p.leader_id, p.leader_epoch, p.isr_nodes, p.offline_replicas)
+                     for p in t.partitions] for t in body.topics}
+
+
+def test_repeated_metadata_follows_leader_moves_outages_and_new_partitions(cluster: MockCluster) -> None:
+    """The encoded partition lists are reused between answers: every change must still show."""
+    port = cluster.brokers[0].port
+    first = _metadata(port)
+    assert _metadata(port) == first and _metadata(port, 9) == first
+    _, leader, epoch, _, _ = first["orders"][0]
+    target = next(b for b in (0, 1, 2) if b != leader)
+    cluster.move_leader("orders", 0, target)
+    moved = _metadata(port)["orders"][0]
+    assert moved[1] == target and moved[2] == epoch + 1
+    down = next(b for b in (1, 2) if b != target)
+    cluster.broker_down(down)
+    after = _metadata(port)
+    assert all(down not in isr for _, _, _, isr, _ in after["orders"])
+    assert any(down in offline for _, _, _, _, offline in after["orders"])
+    cluster.broker_up(down)
+    cluster.call(cluster.state.create_partitions, "orders", 8)
+    assert len(_metadata(port)["orders"]) == 8

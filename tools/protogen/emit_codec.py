@@ -375,8 +375,11 @@ class CodecEmitter:
             e = self.fresh("e")
             if f.is_struct:
                 sub = self.writer(f.struct, version)
-                L(f"for {e} in {v}:")
-                L(f"    {sub}({e}, {out}, holes)")
+                L(f"if type({v}) is EncodedList:")
+                L(f"    {v}.encode_into({sub}, {out}, holes)")
+                L("else:")
+                L(f"    for {e} in {v}:")
+                L(f"        {sub}({e}, {out}, holes)")
             elif f.element in PRIMITIVES:
                 code = PRIMITIVES[f.element]
                 L(f"{out} += pack_array({code!r}, {v})")

@@ -86,8 +86,8 @@ def emit_message(m: MessageDef) -> str:
            "from struct import error as StructError\n\n"
            "from mockbroker.codec_errors import CodecError, TruncatedError\n"
            "from mockbroker.protocol.runtime import (\n"
-           "    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,\n"
-           "    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,\n"
+           "    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,\n"
+           "    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,\n"
            "    write_tags, write_unknown_tags, write_uvarint,\n"
            ")\n\n"]
     for codes in sorted(em.structs_used):

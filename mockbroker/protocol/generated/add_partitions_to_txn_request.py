@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -371,8 +371,11 @@ def _w_AddPartitionsToTxnRequest_0(o, out, holes):
         raise EncodeError('v3_and_below_topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.v3_and_below_topics))
-        for e2 in o.v3_and_below_topics:
-            _w_AddPartitionsToTxnTopic_0(e2, out, holes)
+        if type(o.v3_and_below_topics) is EncodedList:
+            o.v3_and_below_topics.encode_into(_w_AddPartitionsToTxnTopic_0, out, holes)
+        else:
+            for e2 in o.v3_and_below_topics:
+                _w_AddPartitionsToTxnTopic_0(e2, out, holes)
 
 
 def _w_AddPartitionsToTxnTopic_3(o, out, holes):
@@ -414,8 +417,11 @@ def _w_AddPartitionsToTxnRequest_3(o, out, holes):
             out.append(len(o.v3_and_below_topics) + 1)
         else:
             write_uvarint(out, len(o.v3_and_below_topics) + 1)
-        for e2 in o.v3_and_below_topics:
-            _w_AddPartitionsToTxnTopic_3(e2, out, holes)
+        if type(o.v3_and_below_topics) is EncodedList:
+            o.v3_and_below_topics.encode_into(_w_AddPartitionsToTxnTopic_3, out, holes)
+        else:
+            for e2 in o.v3_and_below_topics:
+                _w_AddPartitionsToTxnTopic_3(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -437,8 +443,11 @@ def _w_AddPartitionsToTxnTransaction_4(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_AddPartitionsToTxnTopic_3(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_AddPartitionsToTxnTopic_3, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_AddPartitionsToTxnTopic_3(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -450,8 +459,11 @@ def _w_AddPartitionsToTxnRequest_4(o, out, holes):
             out.append(len(o.transactions) + 1)
         else:
             write_uvarint(out, len(o.transactions) + 1)
-        for e1 in o.transactions:
-            _w_AddPartitionsToTxnTransaction_4(e1, out, holes)
+        if type(o.transactions) is EncodedList:
+            o.transactions.encode_into(_w_AddPartitionsToTxnTransaction_4, out, holes)
+        else:
+            for e1 in o.transactions:
+                _w_AddPartitionsToTxnTransaction_4(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -383,8 +383,11 @@ def _w_AddPartitionsToTxnTopicResult_0(o, out, holes):
         raise EncodeError('results_by_partition is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.results_by_partition))
-        for e2 in o.results_by_partition:
-            _w_AddPartitionsToTxnPartitionResult_0(e2, out, holes)
+        if type(o.results_by_partition) is EncodedList:
+            o.results_by_partition.encode_into(_w_AddPartitionsToTxnPartitionResult_0, out, holes)
+        else:
+            for e2 in o.results_by_partition:
+                _w_AddPartitionsToTxnPartitionResult_0(e2, out, holes)
 
 
 def _w_AddPartitionsToTxnResponse_0(o, out, holes):
@@ -393,8 +396,11 @@ def _w_AddPartitionsToTxnResponse_0(o, out, holes):
         raise EncodeError('results_by_topic_v3_and_below is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.results_by_topic_v3_and_below))
-        for e1 in o.results_by_topic_v3_and_below:
-            _w_AddPartitionsToTxnTopicResult_0(e1, out, holes)
+        if type(o.results_by_topic_v3_and_below) is EncodedList:
+            o.results_by_topic_v3_and_below.encode_into(_w_AddPartitionsToTxnTopicResult_0, out, holes)
+        else:
+            for e1 in o.results_by_topic_v3_and_below:
+                _w_AddPartitionsToTxnTopicResult_0(e1, out, holes)
 
 
 def _w_AddPartitionsToTxnPartitionResult_3(o, out, holes):
@@ -419,8 +425,11 @@ def _w_AddPartitionsToTxnTopicResult_3(o, out, holes):
             out.append(len(o.results_by_partition) + 1)
         else:
             write_uvarint(out, len(o.results_by_partition) + 1)
-        for e2 in o.results_by_partition:
-            _w_AddPartitionsToTxnPartitionResult_3(e2, out, holes)
+        if type(o.results_by_partition) is EncodedList:
+            o.results_by_partition.encode_into(_w_AddPartitionsToTxnPartitionResult_3, out, holes)
+        else:
+            for e2 in o.results_by_partition:
+                _w_AddPartitionsToTxnPartitionResult_3(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -433,8 +442,11 @@ def _w_AddPartitionsToTxnResponse_3(o, out, holes):
             out.append(len(o.results_by_topic_v3_and_below) + 1)
         else:
             write_uvarint(out, len(o.results_by_topic_v3_and_below) + 1)
-        for e1 in o.results_by_topic_v3_and_below:
-            _w_AddPartitionsToTxnTopicResult_3(e1, out, holes)
+        if type(o.results_by_topic_v3_and_below) is EncodedList:
+            o.results_by_topic_v3_and_below.encode_into(_w_AddPartitionsToTxnTopicResult_3, out, holes)
+        else:
+            for e1 in o.results_by_topic_v3_and_below:
+                _w_AddPartitionsToTxnTopicResult_3(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -455,8 +467,11 @@ def _w_AddPartitionsToTxnResult_4(o, out, holes):
             out.append(len(o.topic_results) + 1)
         else:
             write_uvarint(out, len(o.topic_results) + 1)
-        for e2 in o.topic_results:
-            _w_AddPartitionsToTxnTopicResult_3(e2, out, holes)
+        if type(o.topic_results) is EncodedList:
+            o.topic_results.encode_into(_w_AddPartitionsToTxnTopicResult_3, out, holes)
+        else:
+            for e2 in o.topic_results:
+                _w_AddPartitionsToTxnTopicResult_3(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -469,8 +484,11 @@ def _w_AddPartitionsToTxnResponse_4(o, out, holes):
             out.append(len(o.results_by_transaction) + 1)
         else:
             write_uvarint(out, len(o.results_by_transaction) + 1)
-        for e1 in o.results_by_transaction:
-            _w_AddPartitionsToTxnResult_4(e1, out, holes)
+        if type(o.results_by_transaction) is EncodedList:
+            o.results_by_transaction.encode_into(_w_AddPartitionsToTxnResult_4, out, holes)
+        else:
+            for e1 in o.results_by_transaction:
+                _w_AddPartitionsToTxnResult_4(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -311,8 +311,11 @@ def _w_AlterReplicaLogDir_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e2 in o.topics:
-            _w_AlterReplicaLogDirTopic_0(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_AlterReplicaLogDirTopic_0, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_AlterReplicaLogDirTopic_0(e2, out, holes)
 
 
 def _w_AlterReplicaLogDirsRequest_0(o, out, holes):
@@ -320,8 +323,11 @@ def _w_AlterReplicaLogDirsRequest_0(o, out, holes):
         raise EncodeError('dirs is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.dirs))
-        for e1 in o.dirs:
-            _w_AlterReplicaLogDir_0(e1, out, holes)
+        if type(o.dirs) is EncodedList:
+            o.dirs.encode_into(_w_AlterReplicaLogDir_0, out, holes)
+        else:
+            for e1 in o.dirs:
+                _w_AlterReplicaLogDir_0(e1, out, holes)
 
 
 def _w_AlterReplicaLogDirTopic_2(o, out, holes):
@@ -362,8 +368,11 @@ def _w_AlterReplicaLogDir_2(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_AlterReplicaLogDirTopic_2(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_AlterReplicaLogDirTopic_2, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_AlterReplicaLogDirTopic_2(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -375,8 +384,11 @@ def _w_AlterReplicaLogDirsRequest_2(o, out, holes):
             out.append(len(o.dirs) + 1)
         else:
             write_uvarint(out, len(o.dirs) + 1)
-        for e1 in o.dirs:
-            _w_AlterReplicaLogDir_2(e1, out, holes)
+        if type(o.dirs) is EncodedList:
+            o.dirs.encode_into(_w_AlterReplicaLogDir_2, out, holes)
+        else:
+            for e1 in o.dirs:
+                _w_AlterReplicaLogDir_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -292,8 +292,11 @@ def _w_AlterUserScramCredentialsRequest_0(o, out, holes):
             out.append(len(o.deletions) + 1)
         else:
             write_uvarint(out, len(o.deletions) + 1)
-        for e1 in o.deletions:
-            _w_ScramCredentialDeletion_0(e1, out, holes)
+        if type(o.deletions) is EncodedList:
+            o.deletions.encode_into(_w_ScramCredentialDeletion_0, out, holes)
+        else:
+            for e1 in o.deletions:
+                _w_ScramCredentialDeletion_0(e1, out, holes)
     if o.upsertions is None:
         raise EncodeError('upsertions is null but not nullable in this version')
     else:
@@ -301,8 +304,11 @@ def _w_AlterUserScramCredentialsRequest_0(o, out, holes):
             out.append(len(o.upsertions) + 1)
         else:
             write_uvarint(out, len(o.upsertions) + 1)
-        for e2 in o.upsertions:
-            _w_ScramCredentialUpsertion_0(e2, out, holes)
+        if type(o.upsertions) is EncodedList:
+            o.upsertions.encode_into(_w_ScramCredentialUpsertion_0, out, holes)
+        else:
+            for e2 in o.upsertions:
+                _w_ScramCredentialUpsertion_0(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -389,8 +389,11 @@ def _w_ApiVersionsResponse_0(o, out, holes):
         raise EncodeError('api_keys is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.api_keys))
-        for e1 in o.api_keys:
-            _w_ApiVersion_0(e1, out, holes)
+        if type(o.api_keys) is EncodedList:
+            o.api_keys.encode_into(_w_ApiVersion_0, out, holes)
+        else:
+            for e1 in o.api_keys:
+                _w_ApiVersion_0(e1, out, holes)
 
 
 def _w_ApiVersionsResponse_1(o, out, holes):
@@ -399,8 +402,11 @@ def _w_ApiVersionsResponse_1(o, out, holes):
         raise EncodeError('api_keys is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.api_keys))
-        for e1 in o.api_keys:
-            _w_ApiVersion_0(e1, out, holes)
+        if type(o.api_keys) is EncodedList:
+            o.api_keys.encode_into(_w_ApiVersion_0, out, holes)
+        else:
+            for e1 in o.api_keys:
+                _w_ApiVersion_0(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
 
 
@@ -446,8 +452,11 @@ def _w_ApiVersionsResponse_3(o, out, holes):
             out.append(len(o.api_keys) + 1)
         else:
             write_uvarint(out, len(o.api_keys) + 1)
-        for e1 in o.api_keys:
-            _w_ApiVersion_3(e1, out, holes)
+        if type(o.api_keys) is EncodedList:
+            o.api_keys.encode_into(_w_ApiVersion_3, out, holes)
+        else:
+            for e1 in o.api_keys:
+                _w_ApiVersion_3(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
     tags = []
     v2 = o.supported_features
@@ -460,8 +469,11 @@ def _w_ApiVersionsResponse_3(o, out, holes):
                 t.append(len(v2) + 1)
             else:
                 write_uvarint(t, len(v2) + 1)
-            for e3 in v2:
-                _w_SupportedFeatureKey_3(e3, t, holes)
+            if type(v2) is EncodedList:
+                v2.encode_into(_w_SupportedFeatureKey_3, t, holes)
+            else:
+                for e3 in v2:
+                    _w_SupportedFeatureKey_3(e3, t, holes)
         tags.append((0, t))
     v4 = o.finalized_features_epoch
     if v4 != -1:
@@ -478,8 +490,11 @@ def _w_ApiVersionsResponse_3(o, out, holes):
                 t.append(len(v5) + 1)
             else:
                 write_uvarint(t, len(v5) + 1)
-            for e6 in v5:
-                _w_FinalizedFeatureKey_3(e6, t, holes)
+            if type(v5) is EncodedList:
+                v5.encode_into(_w_FinalizedFeatureKey_3, t, holes)
+            else:
+                for e6 in v5:
+                    _w_FinalizedFeatureKey_3(e6, t, holes)
         tags.append((2, t))
     v7 = o.zk_migration_ready
     if v7 != False:

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -557,8 +557,11 @@ def _w_Assignment_0(o, out, holes):
             out.append(len(o.topic_partitions) + 1)
         else:
             write_uvarint(out, len(o.topic_partitions) + 1)
-        for e1 in o.topic_partitions:
-            _w_TopicPartitions_0(e1, out, holes)
+        if type(o.topic_partitions) is EncodedList:
+            o.topic_partitions.encode_into(_w_TopicPartitions_0, out, holes)
+        else:
+            for e1 in o.topic_partitions:
+                _w_TopicPartitions_0(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -683,8 +686,11 @@ def _w_DescribedGroup_0(o, out, holes):
             out.append(len(o.members) + 1)
         else:
             write_uvarint(out, len(o.members) + 1)
-        for e5 in o.members:
-            _w_Member_0(e5, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_Member_0, out, holes)
+        else:
+            for e5 in o.members:
+                _w_Member_0(e5, out, holes)
     out += _S_i.pack(o.authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -698,8 +704,11 @@ def _w_ConsumerGroupDescribeResponse_0(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_DescribedGroup_0(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_DescribedGroup_0, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_DescribedGroup_0(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -522,8 +522,11 @@ def _w_ConsumerGroupHeartbeatRequest_0(o, out, holes):
             out.append(len(o.topic_partitions) + 1)
         else:
             write_uvarint(out, len(o.topic_partitions) + 1)
-        for e8 in o.topic_partitions:
-            _w_TopicPartitions_0(e8, out, holes)
+        if type(o.topic_partitions) is EncodedList:
+            o.topic_partitions.encode_into(_w_TopicPartitions_0, out, holes)
+        else:
+            for e8 in o.topic_partitions:
+                _w_TopicPartitions_0(e8, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -605,8 +608,11 @@ def _w_ConsumerGroupHeartbeatRequest_1(o, out, holes):
             out.append(len(o.topic_partitions) + 1)
         else:
             write_uvarint(out, len(o.topic_partitions) + 1)
-        for e9 in o.topic_partitions:
-            _w_TopicPartitions_0(e9, out, holes)
+        if type(o.topic_partitions) is EncodedList:
+            o.topic_partitions.encode_into(_w_TopicPartitions_0, out, holes)
+        else:
+            for e9 in o.topic_partitions:
+                _w_TopicPartitions_0(e9, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

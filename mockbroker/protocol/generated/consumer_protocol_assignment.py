@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -130,8 +130,11 @@ def _w_ConsumerProtocolAssignment_0(o, out, holes):
         raise EncodeError('assigned_partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.assigned_partitions))
-        for e1 in o.assigned_partitions:
-            _w_TopicPartition_0(e1, out, holes)
+        if type(o.assigned_partitions) is EncodedList:
+            o.assigned_partitions.encode_into(_w_TopicPartition_0, out, holes)
+        else:
+            for e1 in o.assigned_partitions:
+                _w_TopicPartition_0(e1, out, holes)
     if o.user_data is None:
         out += NULL32
     else:

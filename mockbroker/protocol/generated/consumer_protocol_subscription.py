@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -357,8 +357,11 @@ def _w_ConsumerProtocolSubscription_1(o, out, holes):
         raise EncodeError('owned_partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.owned_partitions))
-        for e4 in o.owned_partitions:
-            _w_TopicPartition_1(e4, out, holes)
+        if type(o.owned_partitions) is EncodedList:
+            o.owned_partitions.encode_into(_w_TopicPartition_1, out, holes)
+        else:
+            for e4 in o.owned_partitions:
+                _w_TopicPartition_1(e4, out, holes)
 
 
 def _w_ConsumerProtocolSubscription_2(o, out, holes):
@@ -380,8 +383,11 @@ def _w_ConsumerProtocolSubscription_2(o, out, holes):
         raise EncodeError('owned_partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.owned_partitions))
-        for e4 in o.owned_partitions:
-            _w_TopicPartition_1(e4, out, holes)
+        if type(o.owned_partitions) is EncodedList:
+            o.owned_partitions.encode_into(_w_TopicPartition_1, out, holes)
+        else:
+            for e4 in o.owned_partitions:
+                _w_TopicPartition_1(e4, out, holes)
     out += _S_i.pack(o.generation_id)
 
 
@@ -404,8 +410,11 @@ def _w_ConsumerProtocolSubscription_3(o, out, holes):
         raise EncodeError('owned_partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.owned_partitions))
-        for e4 in o.owned_partitions:
-            _w_TopicPartition_1(e4, out, holes)
+        if type(o.owned_partitions) is EncodedList:
+            o.owned_partitions.encode_into(_w_TopicPartition_1, out, holes)
+        else:
+            for e4 in o.owned_partitions:
+                _w_TopicPartition_1(e4, out, holes)
     out += _S_i.pack(o.generation_id)
     if o.rack_id is None:
         out += NULL16

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -341,8 +341,11 @@ def _w_CreateAclsRequest_0(o, out, holes):
         raise EncodeError('creations is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.creations))
-        for e1 in o.creations:
-            _w_AclCreation_0(e1, out, holes)
+        if type(o.creations) is EncodedList:
+            o.creations.encode_into(_w_AclCreation_0, out, holes)
+        else:
+            for e1 in o.creations:
+                _w_AclCreation_0(e1, out, holes)
 
 
 def _w_AclCreation_1(o, out, holes):
@@ -374,8 +377,11 @@ def _w_CreateAclsRequest_1(o, out, holes):
         raise EncodeError('creations is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.creations))
-        for e1 in o.creations:
-            _w_AclCreation_1(e1, out, holes)
+        if type(o.creations) is EncodedList:
+            o.creations.encode_into(_w_AclCreation_1, out, holes)
+        else:
+            for e1 in o.creations:
+                _w_AclCreation_1(e1, out, holes)
 
 
 def _w_AclCreation_2(o, out, holes):
@@ -420,8 +426,11 @@ def _w_CreateAclsRequest_2(o, out, holes):
             out.append(len(o.creations) + 1)
         else:
             write_uvarint(out, len(o.creations) + 1)
-        for e1 in o.creations:
-            _w_AclCreation_2(e1, out, holes)
+        if type(o.creations) is EncodedList:
+            o.creations.encode_into(_w_AclCreation_2, out, holes)
+        else:
+            for e1 in o.creations:
+                _w_AclCreation_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -299,8 +299,11 @@ def _w_CreateDelegationTokenRequest_0(o, out, holes):
         raise EncodeError('renewers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.renewers))
-        for e1 in o.renewers:
-            _w_CreatableRenewers_0(e1, out, holes)
+        if type(o.renewers) is EncodedList:
+            o.renewers.encode_into(_w_CreatableRenewers_0, out, holes)
+        else:
+            for e1 in o.renewers:
+                _w_CreatableRenewers_0(e1, out, holes)
     out += _S_q.pack(o.max_lifetime_ms)
 
 
@@ -334,8 +337,11 @@ def _w_CreateDelegationTokenRequest_2(o, out, holes):
             out.append(len(o.renewers) + 1)
         else:
             write_uvarint(out, len(o.renewers) + 1)
-        for e1 in o.renewers:
-            _w_CreatableRenewers_2(e1, out, holes)
+        if type(o.renewers) is EncodedList:
+            o.renewers.encode_into(_w_CreatableRenewers_2, out, holes)
+        else:
+            for e1 in o.renewers:
+                _w_CreatableRenewers_2(e1, out, holes)
     out += _S_q.pack(o.max_lifetime_ms)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -366,8 +372,11 @@ def _w_CreateDelegationTokenRequest_3(o, out, holes):
             out.append(len(o.renewers) + 1)
         else:
             write_uvarint(out, len(o.renewers) + 1)
-        for e3 in o.renewers:
-            _w_CreatableRenewers_2(e3, out, holes)
+        if type(o.renewers) is EncodedList:
+            o.renewers.encode_into(_w_CreatableRenewers_2, out, holes)
+        else:
+            for e3 in o.renewers:
+                _w_CreatableRenewers_2(e3, out, holes)
     out += _S_q.pack(o.max_lifetime_ms)
     write_unknown_tags(out, o.unknown_tags)
 

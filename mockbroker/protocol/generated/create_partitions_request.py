@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -301,8 +301,11 @@ def _w_CreatePartitionsTopic_0(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.assignments))
-        for e2 in o.assignments:
-            _w_CreatePartitionsAssignment_0(e2, out, holes)
+        if type(o.assignments) is EncodedList:
+            o.assignments.encode_into(_w_CreatePartitionsAssignment_0, out, holes)
+        else:
+            for e2 in o.assignments:
+                _w_CreatePartitionsAssignment_0(e2, out, holes)
 
 
 def _w_CreatePartitionsRequest_0(o, out, holes):
@@ -310,8 +313,11 @@ def _w_CreatePartitionsRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_CreatePartitionsTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatePartitionsTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatePartitionsTopic_0(e1, out, holes)
     out += _S_io.pack(o.timeout_ms, o.validate_only)
 
 
@@ -345,8 +351,11 @@ def _w_CreatePartitionsTopic_2(o, out, holes):
             out.append(len(o.assignments) + 1)
         else:
             write_uvarint(out, len(o.assignments) + 1)
-        for e2 in o.assignments:
-            _w_CreatePartitionsAssignment_2(e2, out, holes)
+        if type(o.assignments) is EncodedList:
+            o.assignments.encode_into(_w_CreatePartitionsAssignment_2, out, holes)
+        else:
+            for e2 in o.assignments:
+                _w_CreatePartitionsAssignment_2(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -358,8 +367,11 @@ def _w_CreatePartitionsRequest_2(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_CreatePartitionsTopic_2(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatePartitionsTopic_2, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatePartitionsTopic_2(e1, out, holes)
     out += _S_io.pack(o.timeout_ms, o.validate_only)
     write_unknown_tags(out, o.unknown_tags)
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -479,14 +479,20 @@ def _w_CreatableTopic_0(o, out, holes):
         raise EncodeError('assignments is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.assignments))
-        for e2 in o.assignments:
-            _w_CreatableReplicaAssignment_0(e2, out, holes)
+        if type(o.assignments) is EncodedList:
+            o.assignments.encode_into(_w_CreatableReplicaAssignment_0, out, holes)
+        else:
+            for e2 in o.assignments:
+                _w_CreatableReplicaAssignment_0(e2, out, holes)
     if o.configs is None:
         raise EncodeError('configs is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.configs))
-        for e3 in o.configs:
-            _w_CreatableTopicConfig_0(e3, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_CreatableTopicConfig_0, out, holes)
+        else:
+            for e3 in o.configs:
+                _w_CreatableTopicConfig_0(e3, out, holes)
 
 
 def _w_CreateTopicsRequest_0(o, out, holes):
@@ -494,8 +500,11 @@ def _w_CreateTopicsRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_CreatableTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatableTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatableTopic_0(e1, out, holes)
     out += _S_i.pack(o.timeout_ms)
 
 
@@ -504,8 +513,11 @@ def _w_CreateTopicsRequest_1(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_CreatableTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatableTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatableTopic_0(e1, out, holes)
     out += _S_io.pack(o.timeout_ms, o.validate_only)
 
 
@@ -562,8 +574,11 @@ def _w_CreatableTopic_5(o, out, holes):
             out.append(len(o.assignments) + 1)
         else:
             write_uvarint(out, len(o.assignments) + 1)
-        for e2 in o.assignments:
-            _w_CreatableReplicaAssignment_5(e2, out, holes)
+        if type(o.assignments) is EncodedList:
+            o.assignments.encode_into(_w_CreatableReplicaAssignment_5, out, holes)
+        else:
+            for e2 in o.assignments:
+                _w_CreatableReplicaAssignment_5(e2, out, holes)
     if o.configs is None:
         raise EncodeError('configs is null but not nullable in this version')
     else:
@@ -571,8 +586,11 @@ def _w_CreatableTopic_5(o, out, holes):
             out.append(len(o.configs) + 1)
         else:
             write_uvarint(out, len(o.configs) + 1)
-        for e3 in o.configs:
-            _w_CreatableTopicConfig_5(e3, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_CreatableTopicConfig_5, out, holes)
+        else:
+            for e3 in o.configs:
+                _w_CreatableTopicConfig_5(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -584,8 +602,11 @@ def _w_CreateTopicsRequest_5(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_CreatableTopic_5(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatableTopic_5, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatableTopic_5(e1, out, holes)
     out += _S_io.pack(o.timeout_ms, o.validate_only)
     write_unknown_tags(out, o.unknown_tags)
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -541,8 +541,11 @@ def _w_CreateTopicsResponse_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_CreatableTopicResult_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatableTopicResult_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatableTopicResult_0(e1, out, holes)
 
 
 def _w_CreatableTopicResult_1(o, out, holes):
@@ -566,8 +569,11 @@ def _w_CreateTopicsResponse_1(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_CreatableTopicResult_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatableTopicResult_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatableTopicResult_1(e1, out, holes)
 
 
 def _w_CreateTopicsResponse_2(o, out, holes):
@@ -576,8 +582,11 @@ def _w_CreateTopicsResponse_2(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_CreatableTopicResult_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatableTopicResult_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatableTopicResult_1(e1, out, holes)
 
 
 def _w_CreatableTopicConfigs_5(o, out, holes):
@@ -631,8 +640,11 @@ def _w_CreatableTopicResult_5(o, out, holes):
             out.append(len(o.configs) + 1)
         else:
             write_uvarint(out, len(o.configs) + 1)
-        for e3 in o.configs:
-            _w_CreatableTopicConfigs_5(e3, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_CreatableTopicConfigs_5, out, holes)
+        else:
+            for e3 in o.configs:
+                _w_CreatableTopicConfigs_5(e3, out, holes)
     tags = []
     v4 = o.topic_config_error_code
     if v4 != 0:
@@ -656,8 +668,11 @@ def _w_CreateTopicsResponse_5(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_CreatableTopicResult_5(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatableTopicResult_5, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatableTopicResult_5(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -689,8 +704,11 @@ def _w_CreatableTopicResult_7(o, out, holes):
             out.append(len(o.configs) + 1)
         else:
             write_uvarint(out, len(o.configs) + 1)
-        for e3 in o.configs:
-            _w_CreatableTopicConfigs_5(e3, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_CreatableTopicConfigs_5, out, holes)
+        else:
+            for e3 in o.configs:
+                _w_CreatableTopicConfigs_5(e3, out, holes)
     tags = []
     v4 = o.topic_config_error_code
     if v4 != 0:
@@ -714,8 +732,11 @@ def _w_CreateTopicsResponse_7(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_CreatableTopicResult_7(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_CreatableTopicResult_7, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_CreatableTopicResult_7(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -359,8 +359,11 @@ def _w_DeleteAclsRequest_0(o, out, holes):
         raise EncodeError('filters is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.filters))
-        for e1 in o.filters:
-            _w_DeleteAclsFilter_0(e1, out, holes)
+        if type(o.filters) is EncodedList:
+            o.filters.encode_into(_w_DeleteAclsFilter_0, out, holes)
+        else:
+            for e1 in o.filters:
+                _w_DeleteAclsFilter_0(e1, out, holes)
 
 
 def _w_DeleteAclsFilter_1(o, out, holes):
@@ -392,8 +395,11 @@ def _w_DeleteAclsRequest_1(o, out, holes):
         raise EncodeError('filters is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.filters))
-        for e1 in o.filters:
-            _w_DeleteAclsFilter_1(e1, out, holes)
+        if type(o.filters) is EncodedList:
+            o.filters.encode_into(_w_DeleteAclsFilter_1, out, holes)
+        else:
+            for e1 in o.filters:
+                _w_DeleteAclsFilter_1(e1, out, holes)
 
 
 def _w_DeleteAclsFilter_2(o, out, holes):
@@ -438,8 +444,11 @@ def _w_DeleteAclsRequest_2(o, out, holes):
             out.append(len(o.filters) + 1)
         else:
             write_uvarint(out, len(o.filters) + 1)
-        for e1 in o.filters:
-            _w_DeleteAclsFilter_2(e1, out, holes)
+        if type(o.filters) is EncodedList:
+            o.filters.encode_into(_w_DeleteAclsFilter_2, out, holes)
+        else:
+            for e1 in o.filters:
+                _w_DeleteAclsFilter_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -570,8 +570,11 @@ def _w_DeleteAclsFilterResult_0(o, out, holes):
         raise EncodeError('matching_acls is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.matching_acls))
-        for e2 in o.matching_acls:
-            _w_DeleteAclsMatchingAcl_0(e2, out, holes)
+        if type(o.matching_acls) is EncodedList:
+            o.matching_acls.encode_into(_w_DeleteAclsMatchingAcl_0, out, holes)
+        else:
+            for e2 in o.matching_acls:
+                _w_DeleteAclsMatchingAcl_0(e2, out, holes)
 
 
 def _w_DeleteAclsResponse_0(o, out, holes):
@@ -580,8 +583,11 @@ def _w_DeleteAclsResponse_0(o, out, holes):
         raise EncodeError('filter_results is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.filter_results))
-        for e1 in o.filter_results:
-            _w_DeleteAclsFilterResult_0(e1, out, holes)
+        if type(o.filter_results) is EncodedList:
+            o.filter_results.encode_into(_w_DeleteAclsFilterResult_0, out, holes)
+        else:
+            for e1 in o.filter_results:
+                _w_DeleteAclsFilterResult_0(e1, out, holes)
 
 
 def _w_DeleteAclsMatchingAcl_1(o, out, holes):
@@ -627,8 +633,11 @@ def _w_DeleteAclsFilterResult_1(o, out, holes):
         raise EncodeError('matching_acls is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.matching_acls))
-        for e2 in o.matching_acls:
-            _w_DeleteAclsMatchingAcl_1(e2, out, holes)
+        if type(o.matching_acls) is EncodedList:
+            o.matching_acls.encode_into(_w_DeleteAclsMatchingAcl_1, out, holes)
+        else:
+            for e2 in o.matching_acls:
+                _w_DeleteAclsMatchingAcl_1(e2, out, holes)
 
 
 def _w_DeleteAclsResponse_1(o, out, holes):
@@ -637,8 +646,11 @@ def _w_DeleteAclsResponse_1(o, out, holes):
         raise EncodeError('filter_results is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.filter_results))
-        for e1 in o.filter_results:
-            _w_DeleteAclsFilterResult_1(e1, out, holes)
+        if type(o.filter_results) is EncodedList:
+            o.filter_results.encode_into(_w_DeleteAclsFilterResult_1, out, holes)
+        else:
+            for e1 in o.filter_results:
+                _w_DeleteAclsFilterResult_1(e1, out, holes)
 
 
 def _w_DeleteAclsMatchingAcl_2(o, out, holes):
@@ -703,8 +715,11 @@ def _w_DeleteAclsFilterResult_2(o, out, holes):
             out.append(len(o.matching_acls) + 1)
         else:
             write_uvarint(out, len(o.matching_acls) + 1)
-        for e2 in o.matching_acls:
-            _w_DeleteAclsMatchingAcl_2(e2, out, holes)
+        if type(o.matching_acls) is EncodedList:
+            o.matching_acls.encode_into(_w_DeleteAclsMatchingAcl_2, out, holes)
+        else:
+            for e2 in o.matching_acls:
+                _w_DeleteAclsMatchingAcl_2(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -717,8 +732,11 @@ def _w_DeleteAclsResponse_2(o, out, holes):
             out.append(len(o.filter_results) + 1)
         else:
             write_uvarint(out, len(o.filter_results) + 1)
-        for e1 in o.filter_results:
-            _w_DeleteAclsFilterResult_2(e1, out, holes)
+        if type(o.filter_results) is EncodedList:
+            o.filter_results.encode_into(_w_DeleteAclsFilterResult_2, out, holes)
+        else:
+            for e1 in o.filter_results:
+                _w_DeleteAclsFilterResult_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

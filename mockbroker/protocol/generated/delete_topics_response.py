@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -420,8 +420,11 @@ def _w_DeleteTopicsResponse_0(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_DeletableTopicResult_0(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_DeletableTopicResult_0, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_DeletableTopicResult_0(e1, out, holes)
 
 
 def _w_DeleteTopicsResponse_1(o, out, holes):
@@ -430,8 +433,11 @@ def _w_DeleteTopicsResponse_1(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_DeletableTopicResult_0(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_DeletableTopicResult_0, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_DeletableTopicResult_0(e1, out, holes)
 
 
 def _w_DeletableTopicResult_4(o, out, holes):
@@ -457,8 +463,11 @@ def _w_DeleteTopicsResponse_4(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_DeletableTopicResult_4(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_DeletableTopicResult_4, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_DeletableTopicResult_4(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -494,8 +503,11 @@ def _w_DeleteTopicsResponse_5(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_DeletableTopicResult_5(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_DeletableTopicResult_5, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_DeletableTopicResult_5(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -531,8 +543,11 @@ def _w_DeleteTopicsResponse_6(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_DeletableTopicResult_6(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_DeletableTopicResult_6, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_DeletableTopicResult_6(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -459,8 +459,11 @@ def _w_DescribeAclsResource_0(o, out, holes):
         raise EncodeError('acls is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.acls))
-        for e2 in o.acls:
-            _w_AclDescription_0(e2, out, holes)
+        if type(o.acls) is EncodedList:
+            o.acls.encode_into(_w_AclDescription_0, out, holes)
+        else:
+            for e2 in o.acls:
+                _w_AclDescription_0(e2, out, holes)
 
 
 def _w_DescribeAclsResponse_0(o, out, holes):
@@ -475,8 +478,11 @@ def _w_DescribeAclsResponse_0(o, out, holes):
         raise EncodeError('resources is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.resources))
-        for e2 in o.resources:
-            _w_DescribeAclsResource_0(e2, out, holes)
+        if type(o.resources) is EncodedList:
+            o.resources.encode_into(_w_DescribeAclsResource_0, out, holes)
+        else:
+            for e2 in o.resources:
+                _w_DescribeAclsResource_0(e2, out, holes)
 
 
 def _w_DescribeAclsResource_1(o, out, holes):
@@ -492,8 +498,11 @@ def _w_DescribeAclsResource_1(o, out, holes):
         raise EncodeError('acls is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.acls))
-        for e2 in o.acls:
-            _w_AclDescription_0(e2, out, holes)
+        if type(o.acls) is EncodedList:
+            o.acls.encode_into(_w_AclDescription_0, out, holes)
+        else:
+            for e2 in o.acls:
+                _w_AclDescription_0(e2, out, holes)
 
 
 def _w_DescribeAclsResponse_1(o, out, holes):
@@ -508,8 +517,11 @@ def _w_DescribeAclsResponse_1(o, out, holes):
         raise EncodeError('resources is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.resources))
-        for e2 in o.resources:
-            _w_DescribeAclsResource_1(e2, out, holes)
+        if type(o.resources) is EncodedList:
+            o.resources.encode_into(_w_DescribeAclsResource_1, out, holes)
+        else:
+            for e2 in o.resources:
+                _w_DescribeAclsResource_1(e2, out, holes)
 
 
 def _w_AclDescription_2(o, out, holes):
@@ -554,8 +566,11 @@ def _w_DescribeAclsResource_2(o, out, holes):
             out.append(len(o.acls) + 1)
         else:
             write_uvarint(out, len(o.acls) + 1)
-        for e2 in o.acls:
-            _w_AclDescription_2(e2, out, holes)
+        if type(o.acls) is EncodedList:
+            o.acls.encode_into(_w_AclDescription_2, out, holes)
+        else:
+            for e2 in o.acls:
+                _w_AclDescription_2(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -577,8 +592,11 @@ def _w_DescribeAclsResponse_2(o, out, holes):
             out.append(len(o.resources) + 1)
         else:
             write_uvarint(out, len(o.resources) + 1)
-        for e2 in o.resources:
-            _w_DescribeAclsResource_2(e2, out, holes)
+        if type(o.resources) is EncodedList:
+            o.resources.encode_into(_w_DescribeAclsResource_2, out, holes)
+        else:
+            for e2 in o.resources:
+                _w_DescribeAclsResource_2(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

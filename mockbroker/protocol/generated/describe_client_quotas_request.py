@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -233,8 +233,11 @@ def _w_DescribeClientQuotasRequest_0(o, out, holes):
         raise EncodeError('components is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.components))
-        for e1 in o.components:
-            _w_ComponentData_0(e1, out, holes)
+        if type(o.components) is EncodedList:
+            o.components.encode_into(_w_ComponentData_0, out, holes)
+        else:
+            for e1 in o.components:
+                _w_ComponentData_0(e1, out, holes)
     out += _S_o.pack(o.strict)
 
 
@@ -269,8 +272,11 @@ def _w_DescribeClientQuotasRequest_1(o, out, holes):
             out.append(len(o.components) + 1)
         else:
             write_uvarint(out, len(o.components) + 1)
-        for e1 in o.components:
-            _w_ComponentData_1(e1, out, holes)
+        if type(o.components) is EncodedList:
+            o.components.encode_into(_w_ComponentData_1, out, holes)
+        else:
+            for e1 in o.components:
+                _w_ComponentData_1(e1, out, holes)
     out += _S_o.pack(o.strict)
     write_unknown_tags(out, o.unknown_tags)
 

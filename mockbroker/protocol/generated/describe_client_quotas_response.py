@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -452,14 +452,20 @@ def _w_EntryData_0(o, out, holes):
         raise EncodeError('entity is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.entity))
-        for e1 in o.entity:
-            _w_EntityData_0(e1, out, holes)
+        if type(o.entity) is EncodedList:
+            o.entity.encode_into(_w_EntityData_0, out, holes)
+        else:
+            for e1 in o.entity:
+                _w_EntityData_0(e1, out, holes)
     if o.values is None:
         raise EncodeError('values is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.values))
-        for e2 in o.values:
-            _w_ValueData_0(e2, out, holes)
+        if type(o.values) is EncodedList:
+            o.values.encode_into(_w_ValueData_0, out, holes)
+        else:
+            for e2 in o.values:
+                _w_ValueData_0(e2, out, holes)
 
 
 def _w_DescribeClientQuotasResponse_0(o, out, holes):
@@ -474,8 +480,11 @@ def _w_DescribeClientQuotasResponse_0(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.entries))
-        for e2 in o.entries:
-            _w_EntryData_0(e2, out, holes)
+        if type(o.entries) is EncodedList:
+            o.entries.encode_into(_w_EntryData_0, out, holes)
+        else:
+            for e2 in o.entries:
+                _w_EntryData_0(e2, out, holes)
 
 
 def _w_EntityData_1(o, out, holes):
@@ -522,8 +531,11 @@ def _w_EntryData_1(o, out, holes):
             out.append(len(o.entity) + 1)
         else:
             write_uvarint(out, len(o.entity) + 1)
-        for e1 in o.entity:
-            _w_EntityData_1(e1, out, holes)
+        if type(o.entity) is EncodedList:
+            o.entity.encode_into(_w_EntityData_1, out, holes)
+        else:
+            for e1 in o.entity:
+                _w_EntityData_1(e1, out, holes)
     if o.values is None:
         raise EncodeError('values is null but not nullable in this version')
     else:
@@ -531,8 +543,11 @@ def _w_EntryData_1(o, out, holes):
             out.append(len(o.values) + 1)
         else:
             write_uvarint(out, len(o.values) + 1)
-        for e2 in o.values:
-            _w_ValueData_1(e2, out, holes)
+        if type(o.values) is EncodedList:
+            o.values.encode_into(_w_ValueData_1, out, holes)
+        else:
+            for e2 in o.values:
+                _w_ValueData_1(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -554,8 +569,11 @@ def _w_DescribeClientQuotasResponse_1(o, out, holes):
             out.append(len(o.entries) + 1)
         else:
             write_uvarint(out, len(o.entries) + 1)
-        for e2 in o.entries:
-            _w_EntryData_1(e2, out, holes)
+        if type(o.entries) is EncodedList:
+            o.entries.encode_into(_w_EntryData_1, out, holes)
+        else:
+            for e2 in o.entries:
+                _w_EntryData_1(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -493,8 +493,11 @@ def _w_DescribeClusterResponse_0(o, out, holes):
             out.append(len(o.brokers) + 1)
         else:
             write_uvarint(out, len(o.brokers) + 1)
-        for e3 in o.brokers:
-            _w_DescribeClusterBroker_0(e3, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_DescribeClusterBroker_0, out, holes)
+        else:
+            for e3 in o.brokers:
+                _w_DescribeClusterBroker_0(e3, out, holes)
     out += _S_i.pack(o.cluster_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -528,8 +531,11 @@ def _w_DescribeClusterResponse_1(o, out, holes):
             out.append(len(o.brokers) + 1)
         else:
             write_uvarint(out, len(o.brokers) + 1)
-        for e3 in o.brokers:
-            _w_DescribeClusterBroker_0(e3, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_DescribeClusterBroker_0, out, holes)
+        else:
+            for e3 in o.brokers:
+                _w_DescribeClusterBroker_0(e3, out, holes)
     out += _S_i.pack(o.cluster_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -588,8 +594,11 @@ def _w_DescribeClusterResponse_2(o, out, holes):
             out.append(len(o.brokers) + 1)
         else:
             write_uvarint(out, len(o.brokers) + 1)
-        for e3 in o.brokers:
-            _w_DescribeClusterBroker_2(e3, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_DescribeClusterBroker_2, out, holes)
+        else:
+            for e3 in o.brokers:
+                _w_DescribeClusterBroker_2(e3, out, holes)
     out += _S_i.pack(o.cluster_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 

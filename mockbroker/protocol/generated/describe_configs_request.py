@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -305,8 +305,11 @@ def _w_DescribeConfigsRequest_0(o, out, holes):
         raise EncodeError('resources is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.resources))
-        for e1 in o.resources:
-            _w_DescribeConfigsResource_0(e1, out, holes)
+        if type(o.resources) is EncodedList:
+            o.resources.encode_into(_w_DescribeConfigsResource_0, out, holes)
+        else:
+            for e1 in o.resources:
+                _w_DescribeConfigsResource_0(e1, out, holes)
 
 
 def _w_DescribeConfigsRequest_1(o, out, holes):
@@ -314,8 +317,11 @@ def _w_DescribeConfigsRequest_1(o, out, holes):
         raise EncodeError('resources is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.resources))
-        for e1 in o.resources:
-            _w_DescribeConfigsResource_0(e1, out, holes)
+        if type(o.resources) is EncodedList:
+            o.resources.encode_into(_w_DescribeConfigsResource_0, out, holes)
+        else:
+            for e1 in o.resources:
+                _w_DescribeConfigsResource_0(e1, out, holes)
     out += _S_o.pack(o.include_synonyms)
 
 
@@ -324,8 +330,11 @@ def _w_DescribeConfigsRequest_3(o, out, holes):
         raise EncodeError('resources is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.resources))
-        for e1 in o.resources:
-            _w_DescribeConfigsResource_0(e1, out, holes)
+        if type(o.resources) is EncodedList:
+            o.resources.encode_into(_w_DescribeConfigsResource_0, out, holes)
+        else:
+            for e1 in o.resources:
+                _w_DescribeConfigsResource_0(e1, out, holes)
     out += _S_oo.pack(o.include_synonyms, o.include_documentation)
 
 
@@ -365,8 +374,11 @@ def _w_DescribeConfigsRequest_4(o, out, holes):
             out.append(len(o.resources) + 1)
         else:
             write_uvarint(out, len(o.resources) + 1)
-        for e1 in o.resources:
-            _w_DescribeConfigsResource_4(e1, out, holes)
+        if type(o.resources) is EncodedList:
+            o.resources.encode_into(_w_DescribeConfigsResource_4, out, holes)
+        else:
+            for e1 in o.resources:
+                _w_DescribeConfigsResource_4(e1, out, holes)
     out += _S_oo.pack(o.include_synonyms, o.include_documentation)
     write_unknown_tags(out, o.unknown_tags)
 

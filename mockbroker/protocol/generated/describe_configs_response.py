@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -810,8 +810,11 @@ def _w_DescribeConfigsResult_0(o, out, holes):
         raise EncodeError('configs is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.configs))
-        for e3 in o.configs:
-            _w_DescribeConfigsResourceResult_0(e3, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_DescribeConfigsResourceResult_0, out, holes)
+        else:
+            for e3 in o.configs:
+                _w_DescribeConfigsResourceResult_0(e3, out, holes)
 
 
 def _w_DescribeConfigsResponse_0(o, out, holes):
@@ -820,8 +823,11 @@ def _w_DescribeConfigsResponse_0(o, out, holes):
         raise EncodeError('results is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.results))
-        for e1 in o.results:
-            _w_DescribeConfigsResult_0(e1, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeConfigsResult_0, out, holes)
+        else:
+            for e1 in o.results:
+                _w_DescribeConfigsResult_0(e1, out, holes)
 
 
 def _w_DescribeConfigsSynonym_1(o, out, holes):
@@ -858,8 +864,11 @@ def _w_DescribeConfigsResourceResult_1(o, out, holes):
         raise EncodeError('synonyms is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.synonyms))
-        for e3 in o.synonyms:
-            _w_DescribeConfigsSynonym_1(e3, out, holes)
+        if type(o.synonyms) is EncodedList:
+            o.synonyms.encode_into(_w_DescribeConfigsSynonym_1, out, holes)
+        else:
+            for e3 in o.synonyms:
+                _w_DescribeConfigsSynonym_1(e3, out, holes)
 
 
 def _w_DescribeConfigsResult_1(o, out, holes):
@@ -881,8 +890,11 @@ def _w_DescribeConfigsResult_1(o, out, holes):
         raise EncodeError('configs is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.configs))
-        for e3 in o.configs:
-            _w_DescribeConfigsResourceResult_1(e3, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_DescribeConfigsResourceResult_1, out, holes)
+        else:
+            for e3 in o.configs:
+                _w_DescribeConfigsResourceResult_1(e3, out, holes)
 
 
 def _w_DescribeConfigsResponse_1(o, out, holes):
@@ -891,8 +903,11 @@ def _w_DescribeConfigsResponse_1(o, out, holes):
         raise EncodeError('results is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.results))
-        for e1 in o.results:
-            _w_DescribeConfigsResult_1(e1, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeConfigsResult_1, out, holes)
+        else:
+            for e1 in o.results:
+                _w_DescribeConfigsResult_1(e1, out, holes)
 
 
 def _w_DescribeConfigsResourceResult_3(o, out, holes):
@@ -913,8 +928,11 @@ def _w_DescribeConfigsResourceResult_3(o, out, holes):
         raise EncodeError('synonyms is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.synonyms))
-        for e3 in o.synonyms:
-            _w_DescribeConfigsSynonym_1(e3, out, holes)
+        if type(o.synonyms) is EncodedList:
+            o.synonyms.encode_into(_w_DescribeConfigsSynonym_1, out, holes)
+        else:
+            for e3 in o.synonyms:
+                _w_DescribeConfigsSynonym_1(e3, out, holes)
     out += _S_b.pack(o.config_type)
     if o.documentation is None:
         out += NULL16
@@ -943,8 +961,11 @@ def _w_DescribeConfigsResult_3(o, out, holes):
         raise EncodeError('configs is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.configs))
-        for e3 in o.configs:
-            _w_DescribeConfigsResourceResult_3(e3, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_DescribeConfigsResourceResult_3, out, holes)
+        else:
+            for e3 in o.configs:
+                _w_DescribeConfigsResourceResult_3(e3, out, holes)
 
 
 def _w_DescribeConfigsResponse_3(o, out, holes):
@@ -953,8 +974,11 @@ def _w_DescribeConfigsResponse_3(o, out, holes):
         raise EncodeError('results is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.results))
-        for e1 in o.results:
-            _w_DescribeConfigsResult_3(e1, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeConfigsResult_3, out, holes)
+        else:
+            for e1 in o.results:
+                _w_DescribeConfigsResult_3(e1, out, holes)
 
 
 def _w_DescribeConfigsSynonym_4(o, out, holes):
@@ -1007,8 +1031,11 @@ def _w_DescribeConfigsResourceResult_4(o, out, holes):
             out.append(len(o.synonyms) + 1)
         else:
             write_uvarint(out, len(o.synonyms) + 1)
-        for e3 in o.synonyms:
-            _w_DescribeConfigsSynonym_4(e3, out, holes)
+        if type(o.synonyms) is EncodedList:
+            o.synonyms.encode_into(_w_DescribeConfigsSynonym_4, out, holes)
+        else:
+            for e3 in o.synonyms:
+                _w_DescribeConfigsSynonym_4(e3, out, holes)
     out += _S_b.pack(o.config_type)
     if o.documentation is None:
         out.append(0)
@@ -1050,8 +1077,11 @@ def _w_DescribeConfigsResult_4(o, out, holes):
             out.append(len(o.configs) + 1)
         else:
             write_uvarint(out, len(o.configs) + 1)
-        for e3 in o.configs:
-            _w_DescribeConfigsResourceResult_4(e3, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_DescribeConfigsResourceResult_4, out, holes)
+        else:
+            for e3 in o.configs:
+                _w_DescribeConfigsResourceResult_4(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1064,8 +1094,11 @@ def _w_DescribeConfigsResponse_4(o, out, holes):
             out.append(len(o.results) + 1)
         else:
             write_uvarint(out, len(o.results) + 1)
-        for e1 in o.results:
-            _w_DescribeConfigsResult_4(e1, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeConfigsResult_4, out, holes)
+        else:
+            for e1 in o.results:
+                _w_DescribeConfigsResult_4(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

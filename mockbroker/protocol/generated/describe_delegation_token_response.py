@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -629,8 +629,11 @@ def _w_DescribedDelegationToken_0(o, out, holes):
         raise EncodeError('renewers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.renewers))
-        for e5 in o.renewers:
-            _w_DescribedDelegationTokenRenewer_0(e5, out, holes)
+        if type(o.renewers) is EncodedList:
+            o.renewers.encode_into(_w_DescribedDelegationTokenRenewer_0, out, holes)
+        else:
+            for e5 in o.renewers:
+                _w_DescribedDelegationTokenRenewer_0(e5, out, holes)
 
 
 def _w_DescribeDelegationTokenResponse_0(o, out, holes):
@@ -639,8 +642,11 @@ def _w_DescribeDelegationTokenResponse_0(o, out, holes):
         raise EncodeError('tokens is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.tokens))
-        for e1 in o.tokens:
-            _w_DescribedDelegationToken_0(e1, out, holes)
+        if type(o.tokens) is EncodedList:
+            o.tokens.encode_into(_w_DescribedDelegationToken_0, out, holes)
+        else:
+            for e1 in o.tokens:
+                _w_DescribedDelegationToken_0(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
 
 
@@ -711,8 +717,11 @@ def _w_DescribedDelegationToken_2(o, out, holes):
             out.append(len(o.renewers) + 1)
         else:
             write_uvarint(out, len(o.renewers) + 1)
-        for e5 in o.renewers:
-            _w_DescribedDelegationTokenRenewer_2(e5, out, holes)
+        if type(o.renewers) is EncodedList:
+            o.renewers.encode_into(_w_DescribedDelegationTokenRenewer_2, out, holes)
+        else:
+            for e5 in o.renewers:
+                _w_DescribedDelegationTokenRenewer_2(e5, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -725,8 +734,11 @@ def _w_DescribeDelegationTokenResponse_2(o, out, holes):
             out.append(len(o.tokens) + 1)
         else:
             write_uvarint(out, len(o.tokens) + 1)
-        for e1 in o.tokens:
-            _w_DescribedDelegationToken_2(e1, out, holes)
+        if type(o.tokens) is EncodedList:
+            o.tokens.encode_into(_w_DescribedDelegationToken_2, out, holes)
+        else:
+            for e1 in o.tokens:
+                _w_DescribedDelegationToken_2(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -794,8 +806,11 @@ def _w_DescribedDelegationToken_3(o, out, holes):
             out.append(len(o.renewers) + 1)
         else:
             write_uvarint(out, len(o.renewers) + 1)
-        for e7 in o.renewers:
-            _w_DescribedDelegationTokenRenewer_2(e7, out, holes)
+        if type(o.renewers) is EncodedList:
+            o.renewers.encode_into(_w_DescribedDelegationTokenRenewer_2, out, holes)
+        else:
+            for e7 in o.renewers:
+                _w_DescribedDelegationTokenRenewer_2(e7, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -808,8 +823,11 @@ def _w_DescribeDelegationTokenResponse_3(o, out, holes):
             out.append(len(o.tokens) + 1)
         else:
             write_uvarint(out, len(o.tokens) + 1)
-        for e1 in o.tokens:
-            _w_DescribedDelegationToken_3(e1, out, holes)
+        if type(o.tokens) is EncodedList:
+            o.tokens.encode_into(_w_DescribedDelegationToken_3, out, holes)
+        else:
+            for e1 in o.tokens:
+                _w_DescribedDelegationToken_3(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
     write_unknown_tags(out, o.unknown_tags)
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -1009,8 +1009,11 @@ def _w_DescribedGroup_0(o, out, holes):
         raise EncodeError('members is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.members))
-        for e5 in o.members:
-            _w_DescribedGroupMember_0(e5, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_DescribedGroupMember_0, out, holes)
+        else:
+            for e5 in o.members:
+                _w_DescribedGroupMember_0(e5, out, holes)
 
 
 def _w_DescribeGroupsResponse_0(o, out, holes):
@@ -1018,8 +1021,11 @@ def _w_DescribeGroupsResponse_0(o, out, holes):
         raise EncodeError('groups is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.groups))
-        for e1 in o.groups:
-            _w_DescribedGroup_0(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_DescribedGroup_0, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_DescribedGroup_0(e1, out, holes)
 
 
 def _w_DescribeGroupsResponse_1(o, out, holes):
@@ -1028,8 +1034,11 @@ def _w_DescribeGroupsResponse_1(o, out, holes):
         raise EncodeError('groups is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.groups))
-        for e1 in o.groups:
-            _w_DescribedGroup_0(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_DescribedGroup_0, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_DescribedGroup_0(e1, out, holes)
 
 
 def _w_DescribedGroup_3(o, out, holes):
@@ -1062,8 +1071,11 @@ def _w_DescribedGroup_3(o, out, holes):
         raise EncodeError('members is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.members))
-        for e5 in o.members:
-            _w_DescribedGroupMember_0(e5, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_DescribedGroupMember_0, out, holes)
+        else:
+            for e5 in o.members:
+                _w_DescribedGroupMember_0(e5, out, holes)
     out += _S_i.pack(o.authorized_operations)
 
 
@@ -1073,8 +1085,11 @@ def _w_DescribeGroupsResponse_3(o, out, holes):
         raise EncodeError('groups is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.groups))
-        for e1 in o.groups:
-            _w_DescribedGroup_3(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_DescribedGroup_3, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_DescribedGroup_3(e1, out, holes)
 
 
 def _w_DescribedGroupMember_4(o, out, holes):
@@ -1146,8 +1161,11 @@ def _w_DescribedGroup_4(o, out, holes):
         raise EncodeError('members is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.members))
-        for e5 in o.members:
-            _w_DescribedGroupMember_4(e5, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_DescribedGroupMember_4, out, holes)
+        else:
+            for e5 in o.members:
+                _w_DescribedGroupMember_4(e5, out, holes)
     out += _S_i.pack(o.authorized_operations)
 
 
@@ -1157,8 +1175,11 @@ def _w_DescribeGroupsResponse_4(o, out, holes):
         raise EncodeError('groups is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.groups))
-        for e1 in o.groups:
-            _w_DescribedGroup_4(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_DescribedGroup_4, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_DescribedGroup_4(e1, out, holes)
 
 
 def _w_DescribedGroupMember_5(o, out, holes):
@@ -1264,8 +1285,11 @@ def _w_DescribedGroup_5(o, out, holes):
             out.append(len(o.members) + 1)
         else:
             write_uvarint(out, len(o.members) + 1)
-        for e5 in o.members:
-            _w_DescribedGroupMember_5(e5, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_DescribedGroupMember_5, out, holes)
+        else:
+            for e5 in o.members:
+                _w_DescribedGroupMember_5(e5, out, holes)
     out += _S_i.pack(o.authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1279,8 +1303,11 @@ def _w_DescribeGroupsResponse_5(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_DescribedGroup_5(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_DescribedGroup_5, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_DescribedGroup_5(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1338,8 +1365,11 @@ def _w_DescribedGroup_6(o, out, holes):
             out.append(len(o.members) + 1)
         else:
             write_uvarint(out, len(o.members) + 1)
-        for e6 in o.members:
-            _w_DescribedGroupMember_5(e6, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_DescribedGroupMember_5, out, holes)
+        else:
+            for e6 in o.members:
+                _w_DescribedGroupMember_5(e6, out, holes)
     out += _S_i.pack(o.authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1353,8 +1383,11 @@ def _w_DescribeGroupsResponse_6(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_DescribedGroup_6(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_DescribedGroup_6, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_DescribedGroup_6(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -209,8 +209,11 @@ def _w_DescribeLogDirsRequest_0(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_DescribableLogDirTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_DescribableLogDirTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_DescribableLogDirTopic_0(e1, out, holes)
 
 
 def _w_DescribableLogDirTopic_2(o, out, holes):
@@ -242,8 +245,11 @@ def _w_DescribeLogDirsRequest_2(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_DescribableLogDirTopic_2(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_DescribableLogDirTopic_2, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_DescribableLogDirTopic_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

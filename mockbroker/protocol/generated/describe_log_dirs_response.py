@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -637,8 +637,11 @@ def _w_DescribeLogDirsTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_DescribeLogDirsPartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_DescribeLogDirsPartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_DescribeLogDirsPartition_0(e2, out, holes)
 
 
 def _w_DescribeLogDirsResult_0(o, out, holes):
@@ -653,8 +656,11 @@ def _w_DescribeLogDirsResult_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e2 in o.topics:
-            _w_DescribeLogDirsTopic_0(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_DescribeLogDirsTopic_0, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_DescribeLogDirsTopic_0(e2, out, holes)
 
 
 def _w_DescribeLogDirsResponse_0(o, out, holes):
@@ -663,8 +669,11 @@ def _w_DescribeLogDirsResponse_0(o, out, holes):
         raise EncodeError('results is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.results))
-        for e1 in o.results:
-            _w_DescribeLogDirsResult_0(e1, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeLogDirsResult_0, out, holes)
+        else:
+            for e1 in o.results:
+                _w_DescribeLogDirsResult_0(e1, out, holes)
 
 
 def _w_DescribeLogDirsPartition_2(o, out, holes):
@@ -689,8 +698,11 @@ def _w_DescribeLogDirsTopic_2(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_DescribeLogDirsPartition_2(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_DescribeLogDirsPartition_2, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_DescribeLogDirsPartition_2(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -712,8 +724,11 @@ def _w_DescribeLogDirsResult_2(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_DescribeLogDirsTopic_2(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_DescribeLogDirsTopic_2, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_DescribeLogDirsTopic_2(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -726,8 +741,11 @@ def _w_DescribeLogDirsResponse_2(o, out, holes):
             out.append(len(o.results) + 1)
         else:
             write_uvarint(out, len(o.results) + 1)
-        for e1 in o.results:
-            _w_DescribeLogDirsResult_2(e1, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeLogDirsResult_2, out, holes)
+        else:
+            for e1 in o.results:
+                _w_DescribeLogDirsResult_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -740,8 +758,11 @@ def _w_DescribeLogDirsResponse_3(o, out, holes):
             out.append(len(o.results) + 1)
         else:
             write_uvarint(out, len(o.results) + 1)
-        for e1 in o.results:
-            _w_DescribeLogDirsResult_2(e1, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeLogDirsResult_2, out, holes)
+        else:
+            for e1 in o.results:
+                _w_DescribeLogDirsResult_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -763,8 +784,11 @@ def _w_DescribeLogDirsResult_4(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_DescribeLogDirsTopic_2(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_DescribeLogDirsTopic_2, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_DescribeLogDirsTopic_2(e2, out, holes)
     out += _S_qq.pack(o.total_bytes, o.usable_bytes)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -778,8 +802,11 @@ def _w_DescribeLogDirsResponse_4(o, out, holes):
             out.append(len(o.results) + 1)
         else:
             write_uvarint(out, len(o.results) + 1)
-        for e1 in o.results:
-            _w_DescribeLogDirsResult_4(e1, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeLogDirsResult_4, out, holes)
+        else:
+            for e1 in o.results:
+                _w_DescribeLogDirsResult_4(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -801,8 +828,11 @@ def _w_DescribeLogDirsResult_5(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_DescribeLogDirsTopic_2(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_DescribeLogDirsTopic_2, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_DescribeLogDirsTopic_2(e2, out, holes)
     out += _S_qqo.pack(o.total_bytes, o.usable_bytes, o.is_cordoned)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -816,8 +846,11 @@ def _w_DescribeLogDirsResponse_5(o, out, holes):
             out.append(len(o.results) + 1)
         else:
             write_uvarint(out, len(o.results) + 1)
-        for e1 in o.results:
-            _w_DescribeLogDirsResult_5(e1, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeLogDirsResult_5, out, holes)
+        else:
+            for e1 in o.results:
+                _w_DescribeLogDirsResult_5(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -846,8 +846,11 @@ def _w_PartitionData_0(o, out, holes):
             out.append(len(o.current_voters) + 1)
         else:
             write_uvarint(out, len(o.current_voters) + 1)
-        for e1 in o.current_voters:
-            _w_ReplicaState_0(e1, out, holes)
+        if type(o.current_voters) is EncodedList:
+            o.current_voters.encode_into(_w_ReplicaState_0, out, holes)
+        else:
+            for e1 in o.current_voters:
+                _w_ReplicaState_0(e1, out, holes)
     if o.observers is None:
         raise EncodeError('observers is null but not nullable in this version')
     else:
@@ -855,8 +858,11 @@ def _w_PartitionData_0(o, out, holes):
             out.append(len(o.observers) + 1)
         else:
             write_uvarint(out, len(o.observers) + 1)
-        for e2 in o.observers:
-            _w_ReplicaState_0(e2, out, holes)
+        if type(o.observers) is EncodedList:
+            o.observers.encode_into(_w_ReplicaState_0, out, holes)
+        else:
+            for e2 in o.observers:
+                _w_ReplicaState_0(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -877,8 +883,11 @@ def _w_TopicData_0(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_PartitionData_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_PartitionData_0(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -891,8 +900,11 @@ def _w_DescribeQuorumResponse_0(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_TopicData_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_TopicData_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_TopicData_0(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -910,8 +922,11 @@ def _w_PartitionData_1(o, out, holes):
             out.append(len(o.current_voters) + 1)
         else:
             write_uvarint(out, len(o.current_voters) + 1)
-        for e1 in o.current_voters:
-            _w_ReplicaState_1(e1, out, holes)
+        if type(o.current_voters) is EncodedList:
+            o.current_voters.encode_into(_w_ReplicaState_1, out, holes)
+        else:
+            for e1 in o.current_voters:
+                _w_ReplicaState_1(e1, out, holes)
     if o.observers is None:
         raise EncodeError('observers is null but not nullable in this version')
     else:
@@ -919,8 +934,11 @@ def _w_PartitionData_1(o, out, holes):
             out.append(len(o.observers) + 1)
         else:
             write_uvarint(out, len(o.observers) + 1)
-        for e2 in o.observers:
-            _w_ReplicaState_1(e2, out, holes)
+        if type(o.observers) is EncodedList:
+            o.observers.encode_into(_w_ReplicaState_1, out, holes)
+        else:
+            for e2 in o.observers:
+                _w_ReplicaState_1(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -941,8 +959,11 @@ def _w_TopicData_1(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_PartitionData_1(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_1, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_PartitionData_1(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -955,8 +976,11 @@ def _w_DescribeQuorumResponse_1(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_TopicData_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_TopicData_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_TopicData_1(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -984,8 +1008,11 @@ def _w_PartitionData_2(o, out, holes):
             out.append(len(o.current_voters) + 1)
         else:
             write_uvarint(out, len(o.current_voters) + 1)
-        for e2 in o.current_voters:
-            _w_ReplicaState_2(e2, out, holes)
+        if type(o.current_voters) is EncodedList:
+            o.current_voters.encode_into(_w_ReplicaState_2, out, holes)
+        else:
+            for e2 in o.current_voters:
+                _w_ReplicaState_2(e2, out, holes)
     if o.observers is None:
         raise EncodeError('observers is null but not nullable in this version')
     else:
@@ -993,8 +1020,11 @@ def _w_PartitionData_2(o, out, holes):
             out.append(len(o.observers) + 1)
         else:
             write_uvarint(out, len(o.observers) + 1)
-        for e3 in o.observers:
-            _w_ReplicaState_2(e3, out, holes)
+        if type(o.observers) is EncodedList:
+            o.observers.encode_into(_w_ReplicaState_2, out, holes)
+        else:
+            for e3 in o.observers:
+                _w_ReplicaState_2(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1015,8 +1045,11 @@ def _w_TopicData_2(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_PartitionData_2(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_2, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_PartitionData_2(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1052,8 +1085,11 @@ def _w_Node_2(o, out, holes):
             out.append(len(o.listeners) + 1)
         else:
             write_uvarint(out, len(o.listeners) + 1)
-        for e1 in o.listeners:
-            _w_Listener_2(e1, out, holes)
+        if type(o.listeners) is EncodedList:
+            o.listeners.encode_into(_w_Listener_2, out, holes)
+        else:
+            for e1 in o.listeners:
+                _w_Listener_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1075,8 +1111,11 @@ def _w_DescribeQuorumResponse_2(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_TopicData_2(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_TopicData_2, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_TopicData_2(e2, out, holes)
     if o.nodes is None:
         raise EncodeError('nodes is null but not nullable in this version')
     else:
@@ -1084,8 +1123,11 @@ def _w_DescribeQuorumResponse_2(o, out, holes):
             out.append(len(o.nodes) + 1)
         else:
             write_uvarint(out, len(o.nodes) + 1)
-        for e3 in o.nodes:
-            _w_Node_2(e3, out, holes)
+        if type(o.nodes) is EncodedList:
+            o.nodes.encode_into(_w_Node_2, out, holes)
+        else:
+            for e3 in o.nodes:
+                _w_Node_2(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -265,8 +265,11 @@ def _w_DescribeUserScramCredentialsResult_0(o, out, holes):
             out.append(len(o.credential_infos) + 1)
         else:
             write_uvarint(out, len(o.credential_infos) + 1)
-        for e3 in o.credential_infos:
-            _w_CredentialInfo_0(e3, out, holes)
+        if type(o.credential_infos) is EncodedList:
+            o.credential_infos.encode_into(_w_CredentialInfo_0, out, holes)
+        else:
+            for e3 in o.credential_infos:
+                _w_CredentialInfo_0(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -288,8 +291,11 @@ def _w_DescribeUserScramCredentialsResponse_0(o, out, holes):
             out.append(len(o.results) + 1)
         else:
             write_uvarint(out, len(o.results) + 1)
-        for e2 in o.results:
-            _w_DescribeUserScramCredentialsResult_0(e2, out, holes)
+        if type(o.results) is EncodedList:
+            o.results.encode_into(_w_DescribeUserScramCredentialsResult_0, out, holes)
+        else:
+            for e2 in o.results:
+                _w_DescribeUserScramCredentialsResult_0(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

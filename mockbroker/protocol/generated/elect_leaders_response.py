@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -331,8 +331,11 @@ def _w_ReplicaElectionResult_0(o, out, holes):
         raise EncodeError('partition_result is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partition_result))
-        for e2 in o.partition_result:
-            _w_PartitionResult_0(e2, out, holes)
+        if type(o.partition_result) is EncodedList:
+            o.partition_result.encode_into(_w_PartitionResult_0, out, holes)
+        else:
+            for e2 in o.partition_result:
+                _w_PartitionResult_0(e2, out, holes)
 
 
 def _w_ElectLeadersResponse_0(o, out, holes):
@@ -341,8 +344,11 @@ def _w_ElectLeadersResponse_0(o, out, holes):
         raise EncodeError('replica_election_results is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.replica_election_results))
-        for e1 in o.replica_election_results:
-            _w_ReplicaElectionResult_0(e1, out, holes)
+        if type(o.replica_election_results) is EncodedList:
+            o.replica_election_results.encode_into(_w_ReplicaElectionResult_0, out, holes)
+        else:
+            for e1 in o.replica_election_results:
+                _w_ReplicaElectionResult_0(e1, out, holes)
 
 
 def _w_ElectLeadersResponse_1(o, out, holes):
@@ -351,8 +357,11 @@ def _w_ElectLeadersResponse_1(o, out, holes):
         raise EncodeError('replica_election_results is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.replica_election_results))
-        for e1 in o.replica_election_results:
-            _w_ReplicaElectionResult_0(e1, out, holes)
+        if type(o.replica_election_results) is EncodedList:
+            o.replica_election_results.encode_into(_w_ReplicaElectionResult_0, out, holes)
+        else:
+            for e1 in o.replica_election_results:
+                _w_ReplicaElectionResult_0(e1, out, holes)
 
 
 def _w_PartitionResult_2(o, out, holes):
@@ -386,8 +395,11 @@ def _w_ReplicaElectionResult_2(o, out, holes):
             out.append(len(o.partition_result) + 1)
         else:
             write_uvarint(out, len(o.partition_result) + 1)
-        for e2 in o.partition_result:
-            _w_PartitionResult_2(e2, out, holes)
+        if type(o.partition_result) is EncodedList:
+            o.partition_result.encode_into(_w_PartitionResult_2, out, holes)
+        else:
+            for e2 in o.partition_result:
+                _w_PartitionResult_2(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -400,8 +412,11 @@ def _w_ElectLeadersResponse_2(o, out, holes):
             out.append(len(o.replica_election_results) + 1)
         else:
             write_uvarint(out, len(o.replica_election_results) + 1)
-        for e1 in o.replica_election_results:
-            _w_ReplicaElectionResult_2(e1, out, holes)
+        if type(o.replica_election_results) is EncodedList:
+            o.replica_election_results.encode_into(_w_ReplicaElectionResult_2, out, holes)
+        else:
+            for e1 in o.replica_election_results:
+                _w_ReplicaElectionResult_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

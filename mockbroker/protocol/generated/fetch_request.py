@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -1436,8 +1436,11 @@ def _w_FetchTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_FetchPartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_FetchPartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_FetchPartition_0(e2, out, holes)
 
 
 def _w_FetchRequest_0(o, out, holes):
@@ -1446,8 +1449,11 @@ def _w_FetchRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_FetchTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_0(e1, out, holes)
 
 
 def _w_FetchRequest_3(o, out, holes):
@@ -1456,8 +1462,11 @@ def _w_FetchRequest_3(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_FetchTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_0(e1, out, holes)
 
 
 def _w_FetchRequest_4(o, out, holes):
@@ -1466,8 +1475,11 @@ def _w_FetchRequest_4(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_FetchTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_0(e1, out, holes)
 
 
 def _w_FetchPartition_5(o, out, holes):
@@ -1485,8 +1497,11 @@ def _w_FetchTopic_5(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_FetchPartition_5(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_FetchPartition_5, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_FetchPartition_5(e2, out, holes)
 
 
 def _w_FetchRequest_5(o, out, holes):
@@ -1495,8 +1510,11 @@ def _w_FetchRequest_5(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_FetchTopic_5(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_5, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_5(e1, out, holes)
 
 
 def _w_ForgottenTopic_7(o, out, holes):
@@ -1519,14 +1537,20 @@ def _w_FetchRequest_7(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_FetchTopic_5(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_5, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_5(e1, out, holes)
     if o.forgotten_topics_data is None:
         raise EncodeError('forgotten_topics_data is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.forgotten_topics_data))
-        for e2 in o.forgotten_topics_data:
-            _w_ForgottenTopic_7(e2, out, holes)
+        if type(o.forgotten_topics_data) is EncodedList:
+            o.forgotten_topics_data.encode_into(_w_ForgottenTopic_7, out, holes)
+        else:
+            for e2 in o.forgotten_topics_data:
+                _w_ForgottenTopic_7(e2, out, holes)
 
 
 def _w_FetchPartition_9(o, out, holes):
@@ -1544,8 +1568,11 @@ def _w_FetchTopic_9(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_FetchPartition_9(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_FetchPartition_9, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_FetchPartition_9(e2, out, holes)
 
 
 def _w_FetchRequest_9(o, out, holes):
@@ -1554,14 +1581,20 @@ def _w_FetchRequest_9(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_FetchTopic_9(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_9, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_9(e1, out, holes)
     if o.forgotten_topics_data is None:
         raise EncodeError('forgotten_topics_data is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.forgotten_topics_data))
-        for e2 in o.forgotten_topics_data:
-            _w_ForgottenTopic_7(e2, out, holes)
+        if type(o.forgotten_topics_data) is EncodedList:
+            o.forgotten_topics_data.encode_into(_w_ForgottenTopic_7, out, holes)
+        else:
+            for e2 in o.forgotten_topics_data:
+                _w_ForgottenTopic_7(e2, out, holes)
 
 
 def _w_FetchRequest_11(o, out, holes):
@@ -1570,14 +1603,20 @@ def _w_FetchRequest_11(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_FetchTopic_9(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_9, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_9(e1, out, holes)
     if o.forgotten_topics_data is None:
         raise EncodeError('forgotten_topics_data is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.forgotten_topics_data))
-        for e2 in o.forgotten_topics_data:
-            _w_ForgottenTopic_7(e2, out, holes)
+        if type(o.forgotten_topics_data) is EncodedList:
+            o.forgotten_topics_data.encode_into(_w_ForgottenTopic_7, out, holes)
+        else:
+            for e2 in o.forgotten_topics_data:
+                _w_ForgottenTopic_7(e2, out, holes)
     if o.rack_id is None:
         raise EncodeError('rack_id is null but not nullable in this version')
     else:
@@ -1608,8 +1647,11 @@ def _w_FetchTopic_12(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_FetchPartition_12(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_FetchPartition_12, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_FetchPartition_12(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1643,8 +1685,11 @@ def _w_FetchRequest_12(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_FetchTopic_12(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_12, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_12(e1, out, holes)
     if o.forgotten_topics_data is None:
         raise EncodeError('forgotten_topics_data is null but not nullable in this version')
     else:
@@ -1652,8 +1697,11 @@ def _w_FetchRequest_12(o, out, holes):
             out.append(len(o.forgotten_topics_data) + 1)
         else:
             write_uvarint(out, len(o.forgotten_topics_data) + 1)
-        for e2 in o.forgotten_topics_data:
-            _w_ForgottenTopic_12(e2, out, holes)
+        if type(o.forgotten_topics_data) is EncodedList:
+            o.forgotten_topics_data.encode_into(_w_ForgottenTopic_12, out, holes)
+        else:
+            for e2 in o.forgotten_topics_data:
+                _w_ForgottenTopic_12(e2, out, holes)
     if o.rack_id is None:
         raise EncodeError('rack_id is null but not nullable in this version')
     else:
@@ -1694,8 +1742,11 @@ def _w_FetchTopic_13(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e1 in o.partitions:
-            _w_FetchPartition_12(e1, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_FetchPartition_12, out, holes)
+        else:
+            for e1 in o.partitions:
+                _w_FetchPartition_12(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1721,8 +1772,11 @@ def _w_FetchRequest_13(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_FetchTopic_13(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_13, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_13(e1, out, holes)
     if o.forgotten_topics_data is None:
         raise EncodeError('forgotten_topics_data is null but not nullable in this version')
     else:
@@ -1730,8 +1784,11 @@ def _w_FetchRequest_13(o, out, holes):
             out.append(len(o.forgotten_topics_data) + 1)
         else:
             write_uvarint(out, len(o.forgotten_topics_data) + 1)
-        for e2 in o.forgotten_topics_data:
-            _w_ForgottenTopic_13(e2, out, holes)
+        if type(o.forgotten_topics_data) is EncodedList:
+            o.forgotten_topics_data.encode_into(_w_ForgottenTopic_13, out, holes)
+        else:
+            for e2 in o.forgotten_topics_data:
+                _w_ForgottenTopic_13(e2, out, holes)
     if o.rack_id is None:
         raise EncodeError('rack_id is null but not nullable in this version')
     else:
@@ -1777,8 +1834,11 @@ def _w_FetchRequest_15(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_FetchTopic_13(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_13, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_13(e1, out, holes)
     if o.forgotten_topics_data is None:
         raise EncodeError('forgotten_topics_data is null but not nullable in this version')
     else:
@@ -1786,8 +1846,11 @@ def _w_FetchRequest_15(o, out, holes):
             out.append(len(o.forgotten_topics_data) + 1)
         else:
             write_uvarint(out, len(o.forgotten_topics_data) + 1)
-        for e2 in o.forgotten_topics_data:
-            _w_ForgottenTopic_13(e2, out, holes)
+        if type(o.forgotten_topics_data) is EncodedList:
+            o.forgotten_topics_data.encode_into(_w_ForgottenTopic_13, out, holes)
+        else:
+            for e2 in o.forgotten_topics_data:
+                _w_ForgottenTopic_13(e2, out, holes)
     if o.rack_id is None:
         raise EncodeError('rack_id is null but not nullable in this version')
     else:
@@ -1849,8 +1912,11 @@ def _w_FetchTopic_17(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e1 in o.partitions:
-            _w_FetchPartition_17(e1, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_FetchPartition_17, out, holes)
+        else:
+            for e1 in o.partitions:
+                _w_FetchPartition_17(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1863,8 +1929,11 @@ def _w_FetchRequest_17(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_FetchTopic_17(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_17, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_17(e1, out, holes)
     if o.forgotten_topics_data is None:
         raise EncodeError('forgotten_topics_data is null but not nullable in this version')
     else:
@@ -1872,8 +1941,11 @@ def _w_FetchRequest_17(o, out, holes):
             out.append(len(o.forgotten_topics_data) + 1)
         else:
             write_uvarint(out, len(o.forgotten_topics_data) + 1)
-        for e2 in o.forgotten_topics_data:
-            _w_ForgottenTopic_13(e2, out, holes)
+        if type(o.forgotten_topics_data) is EncodedList:
+            o.forgotten_topics_data.encode_into(_w_ForgottenTopic_13, out, holes)
+        else:
+            for e2 in o.forgotten_topics_data:
+                _w_ForgottenTopic_13(e2, out, holes)
     if o.rack_id is None:
         raise EncodeError('rack_id is null but not nullable in this version')
     else:
@@ -1940,8 +2012,11 @@ def _w_FetchTopic_18(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e1 in o.partitions:
-            _w_FetchPartition_18(e1, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_FetchPartition_18, out, holes)
+        else:
+            for e1 in o.partitions:
+                _w_FetchPartition_18(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1954,8 +2029,11 @@ def _w_FetchRequest_18(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_FetchTopic_18(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_FetchTopic_18, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_FetchTopic_18(e1, out, holes)
     if o.forgotten_topics_data is None:
         raise EncodeError('forgotten_topics_data is null but not nullable in this version')
     else:
@@ -1963,8 +2041,11 @@ def _w_FetchRequest_18(o, out, holes):
             out.append(len(o.forgotten_topics_data) + 1)
         else:
             write_uvarint(out, len(o.forgotten_topics_data) + 1)
-        for e2 in o.forgotten_topics_data:
-            _w_ForgottenTopic_13(e2, out, holes)
+        if type(o.forgotten_topics_data) is EncodedList:
+            o.forgotten_topics_data.encode_into(_w_ForgottenTopic_13, out, holes)
+        else:
+            for e2 in o.forgotten_topics_data:
+                _w_ForgottenTopic_13(e2, out, holes)
     if o.rack_id is None:
         raise EncodeError('rack_id is null but not nullable in this version')
     else:

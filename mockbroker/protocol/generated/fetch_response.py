@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -1107,8 +1107,11 @@ def _w_FetchableTopicResponse_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_PartitionData_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_PartitionData_0(e2, out, holes)
 
 
 def _w_FetchResponse_0(o, out, holes):
@@ -1116,8 +1119,11 @@ def _w_FetchResponse_0(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_FetchableTopicResponse_0(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_FetchableTopicResponse_0, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_FetchableTopicResponse_0(e1, out, holes)
 
 
 def _w_FetchResponse_1(o, out, holes):
@@ -1126,8 +1132,11 @@ def _w_FetchResponse_1(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_FetchableTopicResponse_0(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_FetchableTopicResponse_0, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_FetchableTopicResponse_0(e1, out, holes)
 
 
 def _w_AbortedTransaction_4(o, out, holes):
@@ -1140,8 +1149,11 @@ def _w_PartitionData_4(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.aborted_transactions))
-        for e1 in o.aborted_transactions:
-            _w_AbortedTransaction_4(e1, out, holes)
+        if type(o.aborted_transactions) is EncodedList:
+            o.aborted_transactions.encode_into(_w_AbortedTransaction_4, out, holes)
+        else:
+            for e1 in o.aborted_transactions:
+                _w_AbortedTransaction_4(e1, out, holes)
     write_records(out, holes, o.records, False)
 
 
@@ -1156,8 +1168,11 @@ def _w_FetchableTopicResponse_4(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_PartitionData_4(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_4, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_PartitionData_4(e2, out, holes)
 
 
 def _w_FetchResponse_4(o, out, holes):
@@ -1166,8 +1181,11 @@ def _w_FetchResponse_4(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_FetchableTopicResponse_4(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_FetchableTopicResponse_4, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_FetchableTopicResponse_4(e1, out, holes)
 
 
 def _w_PartitionData_5(o, out, holes):
@@ -1176,8 +1194,11 @@ def _w_PartitionData_5(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.aborted_transactions))
-        for e1 in o.aborted_transactions:
-            _w_AbortedTransaction_4(e1, out, holes)
+        if type(o.aborted_transactions) is EncodedList:
+            o.aborted_transactions.encode_into(_w_AbortedTransaction_4, out, holes)
+        else:
+            for e1 in o.aborted_transactions:
+                _w_AbortedTransaction_4(e1, out, holes)
     write_records(out, holes, o.records, False)
 
 
@@ -1192,8 +1213,11 @@ def _w_FetchableTopicResponse_5(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_PartitionData_5(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_5, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_PartitionData_5(e2, out, holes)
 
 
 def _w_FetchResponse_5(o, out, holes):
@@ -1202,8 +1226,11 @@ def _w_FetchResponse_5(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_FetchableTopicResponse_5(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_FetchableTopicResponse_5, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_FetchableTopicResponse_5(e1, out, holes)
 
 
 def _w_FetchResponse_7(o, out, holes):
@@ -1212,8 +1239,11 @@ def _w_FetchResponse_7(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_FetchableTopicResponse_5(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_FetchableTopicResponse_5, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_FetchableTopicResponse_5(e1, out, holes)
 
 
 def _w_PartitionData_11(o, out, holes):
@@ -1222,8 +1252,11 @@ def _w_PartitionData_11(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.aborted_transactions))
-        for e1 in o.aborted_transactions:
-            _w_AbortedTransaction_4(e1, out, holes)
+        if type(o.aborted_transactions) is EncodedList:
+            o.aborted_transactions.encode_into(_w_AbortedTransaction_4, out, holes)
+        else:
+            for e1 in o.aborted_transactions:
+                _w_AbortedTransaction_4(e1, out, holes)
     out += _S_i.pack(o.preferred_read_replica)
     write_records(out, holes, o.records, False)
 
@@ -1239,8 +1272,11 @@ def _w_FetchableTopicResponse_11(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_PartitionData_11(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_11, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_PartitionData_11(e2, out, holes)
 
 
 def _w_FetchResponse_11(o, out, holes):
@@ -1249,8 +1285,11 @@ def _w_FetchResponse_11(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_FetchableTopicResponse_11(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_FetchableTopicResponse_11, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_FetchableTopicResponse_11(e1, out, holes)
 
 
 def _w_AbortedTransaction_12(o, out, holes):
@@ -1282,8 +1321,11 @@ def _w_PartitionData_12(o, out, holes):
             out.append(len(o.aborted_transactions) + 1)
         else:
             write_uvarint(out, len(o.aborted_transactions) + 1)
-        for e1 in o.aborted_transactions:
-            _w_AbortedTransaction_12(e1, out, holes)
+        if type(o.aborted_transactions) is EncodedList:
+            o.aborted_transactions.encode_into(_w_AbortedTransaction_12, out, holes)
+        else:
+            for e1 in o.aborted_transactions:
+                _w_AbortedTransaction_12(e1, out, holes)
     out += _S_i.pack(o.preferred_read_replica)
     write_records(out, holes, o.records, True)
     tags = []
@@ -1327,8 +1369,11 @@ def _w_FetchableTopicResponse_12(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_PartitionData_12(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_12, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_PartitionData_12(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1341,8 +1386,11 @@ def _w_FetchResponse_12(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_FetchableTopicResponse_12(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_FetchableTopicResponse_12, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_FetchableTopicResponse_12(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1355,8 +1403,11 @@ def _w_FetchableTopicResponse_13(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e1 in o.partitions:
-            _w_PartitionData_12(e1, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_12, out, holes)
+        else:
+            for e1 in o.partitions:
+                _w_PartitionData_12(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1369,8 +1420,11 @@ def _w_FetchResponse_13(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_FetchableTopicResponse_13(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_FetchableTopicResponse_13, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_FetchableTopicResponse_13(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1407,8 +1461,11 @@ def _w_FetchResponse_16(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_FetchableTopicResponse_13(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_FetchableTopicResponse_13, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_FetchableTopicResponse_13(e1, out, holes)
     tags = []
     v2 = o.node_endpoints
     if v2:
@@ -1420,8 +1477,11 @@ def _w_FetchResponse_16(o, out, holes):
                 t.append(len(v2) + 1)
             else:
                 write_uvarint(t, len(v2) + 1)
-            for e3 in v2:
-                _w_NodeEndpoint_16(e3, t, holes)
+            if type(v2) is EncodedList:
+                v2.encode_into(_w_NodeEndpoint_16, t, holes)
+            else:
+                for e3 in v2:
+                    _w_NodeEndpoint_16(e3, t, holes)
         tags.append((0, t))
     if o.unknown_tags:
         tags.extend(o.unknown_tags)

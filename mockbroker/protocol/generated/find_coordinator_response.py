@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -414,8 +414,11 @@ def _w_FindCoordinatorResponse_4(o, out, holes):
             out.append(len(o.coordinators) + 1)
         else:
             write_uvarint(out, len(o.coordinators) + 1)
-        for e1 in o.coordinators:
-            _w_Coordinator_4(e1, out, holes)
+        if type(o.coordinators) is EncodedList:
+            o.coordinators.encode_into(_w_Coordinator_4, out, holes)
+        else:
+            for e1 in o.coordinators:
+                _w_Coordinator_4(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

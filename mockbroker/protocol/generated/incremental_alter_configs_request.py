@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -348,8 +348,11 @@ def _w_AlterConfigsResource_0(o, out, holes):
         raise EncodeError('configs is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.configs))
-        for e2 in o.configs:
-            _w_AlterableConfig_0(e2, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_AlterableConfig_0, out, holes)
+        else:
+            for e2 in o.configs:
+                _w_AlterableConfig_0(e2, out, holes)
 
 
 def _w_IncrementalAlterConfigsRequest_0(o, out, holes):
@@ -357,8 +360,11 @@ def _w_IncrementalAlterConfigsRequest_0(o, out, holes):
         raise EncodeError('resources is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.resources))
-        for e1 in o.resources:
-            _w_AlterConfigsResource_0(e1, out, holes)
+        if type(o.resources) is EncodedList:
+            o.resources.encode_into(_w_AlterConfigsResource_0, out, holes)
+        else:
+            for e1 in o.resources:
+                _w_AlterConfigsResource_0(e1, out, holes)
     out += _S_o.pack(o.validate_only)
 
 
@@ -403,8 +409,11 @@ def _w_AlterConfigsResource_1(o, out, holes):
             out.append(len(o.configs) + 1)
         else:
             write_uvarint(out, len(o.configs) + 1)
-        for e2 in o.configs:
-            _w_AlterableConfig_1(e2, out, holes)
+        if type(o.configs) is EncodedList:
+            o.configs.encode_into(_w_AlterableConfig_1, out, holes)
+        else:
+            for e2 in o.configs:
+                _w_AlterableConfig_1(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -416,8 +425,11 @@ def _w_IncrementalAlterConfigsRequest_1(o, out, holes):
             out.append(len(o.resources) + 1)
         else:
             write_uvarint(out, len(o.resources) + 1)
-        for e1 in o.resources:
-            _w_AlterConfigsResource_1(e1, out, holes)
+        if type(o.resources) is EncodedList:
+            o.resources.encode_into(_w_AlterConfigsResource_1, out, holes)
+        else:
+            for e1 in o.resources:
+                _w_AlterConfigsResource_1(e1, out, holes)
     out += _S_o.pack(o.validate_only)
     write_unknown_tags(out, o.unknown_tags)
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -242,8 +242,11 @@ def _w_IncrementalAlterConfigsResponse_0(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_AlterConfigsResourceResponse_0(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_AlterConfigsResourceResponse_0, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_AlterConfigsResourceResponse_0(e1, out, holes)
 
 
 def _w_AlterConfigsResourceResponse_1(o, out, holes):
@@ -279,8 +282,11 @@ def _w_IncrementalAlterConfigsResponse_1(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_AlterConfigsResourceResponse_1(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_AlterConfigsResourceResponse_1, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_AlterConfigsResourceResponse_1(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -591,8 +591,11 @@ def _w_JoinGroupRequest_0(o, out, holes):
         raise EncodeError('protocols is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.protocols))
-        for e4 in o.protocols:
-            _w_JoinGroupRequestProtocol_0(e4, out, holes)
+        if type(o.protocols) is EncodedList:
+            o.protocols.encode_into(_w_JoinGroupRequestProtocol_0, out, holes)
+        else:
+            for e4 in o.protocols:
+                _w_JoinGroupRequestProtocol_0(e4, out, holes)
 
 
 def _w_JoinGroupRequest_1(o, out, holes):
@@ -619,8 +622,11 @@ def _w_JoinGroupRequest_1(o, out, holes):
         raise EncodeError('protocols is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.protocols))
-        for e4 in o.protocols:
-            _w_JoinGroupRequestProtocol_0(e4, out, holes)
+        if type(o.protocols) is EncodedList:
+            o.protocols.encode_into(_w_JoinGroupRequestProtocol_0, out, holes)
+        else:
+            for e4 in o.protocols:
+                _w_JoinGroupRequestProtocol_0(e4, out, holes)
 
 
 def _w_JoinGroupRequest_5(o, out, holes):
@@ -653,8 +659,11 @@ def _w_JoinGroupRequest_5(o, out, holes):
         raise EncodeError('protocols is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.protocols))
-        for e5 in o.protocols:
-            _w_JoinGroupRequestProtocol_0(e5, out, holes)
+        if type(o.protocols) is EncodedList:
+            o.protocols.encode_into(_w_JoinGroupRequestProtocol_0, out, holes)
+        else:
+            for e5 in o.protocols:
+                _w_JoinGroupRequestProtocol_0(e5, out, holes)
 
 
 def _w_JoinGroupRequestProtocol_6(o, out, holes):
@@ -724,8 +733,11 @@ def _w_JoinGroupRequest_6(o, out, holes):
             out.append(len(o.protocols) + 1)
         else:
             write_uvarint(out, len(o.protocols) + 1)
-        for e5 in o.protocols:
-            _w_JoinGroupRequestProtocol_6(e5, out, holes)
+        if type(o.protocols) is EncodedList:
+            o.protocols.encode_into(_w_JoinGroupRequestProtocol_6, out, holes)
+        else:
+            for e5 in o.protocols:
+                _w_JoinGroupRequestProtocol_6(e5, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -774,8 +786,11 @@ def _w_JoinGroupRequest_8(o, out, holes):
             out.append(len(o.protocols) + 1)
         else:
             write_uvarint(out, len(o.protocols) + 1)
-        for e5 in o.protocols:
-            _w_JoinGroupRequestProtocol_6(e5, out, holes)
+        if type(o.protocols) is EncodedList:
+            o.protocols.encode_into(_w_JoinGroupRequestProtocol_6, out, holes)
+        else:
+            for e5 in o.protocols:
+                _w_JoinGroupRequestProtocol_6(e5, out, holes)
     if o.reason is None:
         out.append(0)
     else:

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -721,8 +721,11 @@ def _w_JoinGroupResponse_0(o, out, holes):
         raise EncodeError('members is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.members))
-        for e4 in o.members:
-            _w_JoinGroupResponseMember_0(e4, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_JoinGroupResponseMember_0, out, holes)
+        else:
+            for e4 in o.members:
+                _w_JoinGroupResponseMember_0(e4, out, holes)
 
 
 def _w_JoinGroupResponse_2(o, out, holes):
@@ -749,8 +752,11 @@ def _w_JoinGroupResponse_2(o, out, holes):
         raise EncodeError('members is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.members))
-        for e4 in o.members:
-            _w_JoinGroupResponseMember_0(e4, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_JoinGroupResponseMember_0, out, holes)
+        else:
+            for e4 in o.members:
+                _w_JoinGroupResponseMember_0(e4, out, holes)
 
 
 def _w_JoinGroupResponseMember_5(o, out, holes):
@@ -798,8 +804,11 @@ def _w_JoinGroupResponse_5(o, out, holes):
         raise EncodeError('members is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.members))
-        for e4 in o.members:
-            _w_JoinGroupResponseMember_5(e4, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_JoinGroupResponseMember_5, out, holes)
+        else:
+            for e4 in o.members:
+                _w_JoinGroupResponseMember_5(e4, out, holes)
 
 
 def _w_JoinGroupResponseMember_6(o, out, holes):
@@ -869,8 +878,11 @@ def _w_JoinGroupResponse_6(o, out, holes):
             out.append(len(o.members) + 1)
         else:
             write_uvarint(out, len(o.members) + 1)
-        for e4 in o.members:
-            _w_JoinGroupResponseMember_6(e4, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_JoinGroupResponseMember_6, out, holes)
+        else:
+            for e4 in o.members:
+                _w_JoinGroupResponseMember_6(e4, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -919,8 +931,11 @@ def _w_JoinGroupResponse_7(o, out, holes):
             out.append(len(o.members) + 1)
         else:
             write_uvarint(out, len(o.members) + 1)
-        for e5 in o.members:
-            _w_JoinGroupResponseMember_6(e5, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_JoinGroupResponseMember_6, out, holes)
+        else:
+            for e5 in o.members:
+                _w_JoinGroupResponseMember_6(e5, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -970,8 +985,11 @@ def _w_JoinGroupResponse_9(o, out, holes):
             out.append(len(o.members) + 1)
         else:
             write_uvarint(out, len(o.members) + 1)
-        for e5 in o.members:
-            _w_JoinGroupResponseMember_6(e5, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_JoinGroupResponseMember_6, out, holes)
+        else:
+            for e5 in o.members:
+                _w_JoinGroupResponseMember_6(e5, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -237,8 +237,11 @@ def _w_LeaderChangeMessage_0(o, out, holes):
             out.append(len(o.voters) + 1)
         else:
             write_uvarint(out, len(o.voters) + 1)
-        for e1 in o.voters:
-            _w_Voter_0(e1, out, holes)
+        if type(o.voters) is EncodedList:
+            o.voters.encode_into(_w_Voter_0, out, holes)
+        else:
+            for e1 in o.voters:
+                _w_Voter_0(e1, out, holes)
     if o.granting_voters is None:
         raise EncodeError('granting_voters is null but not nullable in this version')
     else:
@@ -246,8 +249,11 @@ def _w_LeaderChangeMessage_0(o, out, holes):
             out.append(len(o.granting_voters) + 1)
         else:
             write_uvarint(out, len(o.granting_voters) + 1)
-        for e2 in o.granting_voters:
-            _w_Voter_0(e2, out, holes)
+        if type(o.granting_voters) is EncodedList:
+            o.granting_voters.encode_into(_w_Voter_0, out, holes)
+        else:
+            for e2 in o.granting_voters:
+                _w_Voter_0(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -265,8 +271,11 @@ def _w_LeaderChangeMessage_1(o, out, holes):
             out.append(len(o.voters) + 1)
         else:
             write_uvarint(out, len(o.voters) + 1)
-        for e1 in o.voters:
-            _w_Voter_1(e1, out, holes)
+        if type(o.voters) is EncodedList:
+            o.voters.encode_into(_w_Voter_1, out, holes)
+        else:
+            for e1 in o.voters:
+                _w_Voter_1(e1, out, holes)
     if o.granting_voters is None:
         raise EncodeError('granting_voters is null but not nullable in this version')
     else:
@@ -274,8 +283,11 @@ def _w_LeaderChangeMessage_1(o, out, holes):
             out.append(len(o.granting_voters) + 1)
         else:
             write_uvarint(out, len(o.granting_voters) + 1)
-        for e2 in o.granting_voters:
-            _w_Voter_1(e2, out, holes)
+        if type(o.granting_voters) is EncodedList:
+            o.granting_voters.encode_into(_w_Voter_1, out, holes)
+        else:
+            for e2 in o.granting_voters:
+                _w_Voter_1(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

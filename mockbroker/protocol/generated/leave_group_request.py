@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -423,8 +423,11 @@ def _w_LeaveGroupRequest_3(o, out, holes):
         raise EncodeError('members is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.members))
-        for e2 in o.members:
-            _w_MemberIdentity_3(e2, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_MemberIdentity_3, out, holes)
+        else:
+            for e2 in o.members:
+                _w_MemberIdentity_3(e2, out, holes)
 
 
 def _w_MemberIdentity_4(o, out, holes):
@@ -466,8 +469,11 @@ def _w_LeaveGroupRequest_4(o, out, holes):
             out.append(len(o.members) + 1)
         else:
             write_uvarint(out, len(o.members) + 1)
-        for e2 in o.members:
-            _w_MemberIdentity_4(e2, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_MemberIdentity_4, out, holes)
+        else:
+            for e2 in o.members:
+                _w_MemberIdentity_4(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -519,8 +525,11 @@ def _w_LeaveGroupRequest_5(o, out, holes):
             out.append(len(o.members) + 1)
         else:
             write_uvarint(out, len(o.members) + 1)
-        for e2 in o.members:
-            _w_MemberIdentity_5(e2, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_MemberIdentity_5, out, holes)
+        else:
+            for e2 in o.members:
+                _w_MemberIdentity_5(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

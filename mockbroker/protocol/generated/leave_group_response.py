@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -265,8 +265,11 @@ def _w_LeaveGroupResponse_3(o, out, holes):
         raise EncodeError('members is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.members))
-        for e1 in o.members:
-            _w_MemberResponse_3(e1, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_MemberResponse_3, out, holes)
+        else:
+            for e1 in o.members:
+                _w_MemberResponse_3(e1, out, holes)
 
 
 def _w_MemberResponse_4(o, out, holes):
@@ -301,8 +304,11 @@ def _w_LeaveGroupResponse_4(o, out, holes):
             out.append(len(o.members) + 1)
         else:
             write_uvarint(out, len(o.members) + 1)
-        for e1 in o.members:
-            _w_MemberResponse_4(e1, out, holes)
+        if type(o.members) is EncodedList:
+            o.members.encode_into(_w_MemberResponse_4, out, holes)
+        else:
+            for e1 in o.members:
+                _w_MemberResponse_4(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

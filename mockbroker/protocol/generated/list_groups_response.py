@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -484,8 +484,11 @@ def _w_ListGroupsResponse_0(o, out, holes):
         raise EncodeError('groups is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.groups))
-        for e1 in o.groups:
-            _w_ListedGroup_0(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_ListedGroup_0, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_ListedGroup_0(e1, out, holes)
 
 
 def _w_ListGroupsResponse_1(o, out, holes):
@@ -494,8 +497,11 @@ def _w_ListGroupsResponse_1(o, out, holes):
         raise EncodeError('groups is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.groups))
-        for e1 in o.groups:
-            _w_ListedGroup_0(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_ListedGroup_0, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_ListedGroup_0(e1, out, holes)
 
 
 def _w_ListedGroup_3(o, out, holes):
@@ -529,8 +535,11 @@ def _w_ListGroupsResponse_3(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_ListedGroup_3(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_ListedGroup_3, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_ListedGroup_3(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -574,8 +583,11 @@ def _w_ListGroupsResponse_4(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_ListedGroup_4(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_ListedGroup_4, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_ListedGroup_4(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -628,8 +640,11 @@ def _w_ListGroupsResponse_5(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_ListedGroup_5(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_ListedGroup_5, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_ListedGroup_5(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

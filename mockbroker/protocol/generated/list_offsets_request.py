@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -477,8 +477,11 @@ def _w_ListOffsetsTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_ListOffsetsPartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_ListOffsetsPartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_ListOffsetsPartition_0(e2, out, holes)
 
 
 def _w_ListOffsetsRequest_0(o, out, holes):
@@ -487,8 +490,11 @@ def _w_ListOffsetsRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_ListOffsetsTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopic_0(e1, out, holes)
 
 
 def _w_ListOffsetsPartition_1(o, out, holes):
@@ -506,8 +512,11 @@ def _w_ListOffsetsTopic_1(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_ListOffsetsPartition_1(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_ListOffsetsPartition_1, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_ListOffsetsPartition_1(e2, out, holes)
 
 
 def _w_ListOffsetsRequest_1(o, out, holes):
@@ -516,8 +525,11 @@ def _w_ListOffsetsRequest_1(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_ListOffsetsTopic_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopic_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopic_1(e1, out, holes)
 
 
 def _w_ListOffsetsRequest_2(o, out, holes):
@@ -526,8 +538,11 @@ def _w_ListOffsetsRequest_2(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_ListOffsetsTopic_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopic_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopic_1(e1, out, holes)
 
 
 def _w_ListOffsetsPartition_4(o, out, holes):
@@ -545,8 +560,11 @@ def _w_ListOffsetsTopic_4(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_ListOffsetsPartition_4(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_ListOffsetsPartition_4, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_ListOffsetsPartition_4(e2, out, holes)
 
 
 def _w_ListOffsetsRequest_4(o, out, holes):
@@ -555,8 +573,11 @@ def _w_ListOffsetsRequest_4(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_ListOffsetsTopic_4(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopic_4, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopic_4(e1, out, holes)
 
 
 def _w_ListOffsetsPartition_6(o, out, holes):
@@ -581,8 +602,11 @@ def _w_ListOffsetsTopic_6(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_ListOffsetsPartition_6(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_ListOffsetsPartition_6, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_ListOffsetsPartition_6(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -595,8 +619,11 @@ def _w_ListOffsetsRequest_6(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_ListOffsetsTopic_6(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopic_6, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopic_6(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -609,8 +636,11 @@ def _w_ListOffsetsRequest_10(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_ListOffsetsTopic_6(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopic_6, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopic_6(e1, out, holes)
     out += _S_i.pack(o.timeout_ms)
     write_unknown_tags(out, o.unknown_tags)
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -439,8 +439,11 @@ def _w_ListOffsetsTopicResponse_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_ListOffsetsPartitionResponse_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_ListOffsetsPartitionResponse_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_ListOffsetsPartitionResponse_0(e2, out, holes)
 
 
 def _w_ListOffsetsResponse_0(o, out, holes):
@@ -448,8 +451,11 @@ def _w_ListOffsetsResponse_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_ListOffsetsTopicResponse_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopicResponse_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopicResponse_0(e1, out, holes)
 
 
 def _w_ListOffsetsPartitionResponse_1(o, out, holes):
@@ -467,8 +473,11 @@ def _w_ListOffsetsTopicResponse_1(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_ListOffsetsPartitionResponse_1(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_ListOffsetsPartitionResponse_1, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_ListOffsetsPartitionResponse_1(e2, out, holes)
 
 
 def _w_ListOffsetsResponse_1(o, out, holes):
@@ -476,8 +485,11 @@ def _w_ListOffsetsResponse_1(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_ListOffsetsTopicResponse_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopicResponse_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopicResponse_1(e1, out, holes)
 
 
 def _w_ListOffsetsResponse_2(o, out, holes):
@@ -486,8 +498,11 @@ def _w_ListOffsetsResponse_2(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_ListOffsetsTopicResponse_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopicResponse_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopicResponse_1(e1, out, holes)
 
 
 def _w_ListOffsetsPartitionResponse_4(o, out, holes):
@@ -505,8 +520,11 @@ def _w_ListOffsetsTopicResponse_4(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_ListOffsetsPartitionResponse_4(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_ListOffsetsPartitionResponse_4, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_ListOffsetsPartitionResponse_4(e2, out, holes)
 
 
 def _w_ListOffsetsResponse_4(o, out, holes):
@@ -515,8 +533,11 @@ def _w_ListOffsetsResponse_4(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_ListOffsetsTopicResponse_4(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopicResponse_4, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopicResponse_4(e1, out, holes)
 
 
 def _w_ListOffsetsPartitionResponse_6(o, out, holes):
@@ -541,8 +562,11 @@ def _w_ListOffsetsTopicResponse_6(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_ListOffsetsPartitionResponse_6(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_ListOffsetsPartitionResponse_6, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_ListOffsetsPartitionResponse_6(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -555,8 +579,11 @@ def _w_ListOffsetsResponse_6(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_ListOffsetsTopicResponse_6(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ListOffsetsTopicResponse_6, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_ListOffsetsTopicResponse_6(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

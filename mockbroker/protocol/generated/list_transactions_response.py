@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -229,8 +229,11 @@ def _w_ListTransactionsResponse_0(o, out, holes):
             out.append(len(o.transaction_states) + 1)
         else:
             write_uvarint(out, len(o.transaction_states) + 1)
-        for e3 in o.transaction_states:
-            _w_TransactionState_0(e3, out, holes)
+        if type(o.transaction_states) is EncodedList:
+            o.transaction_states.encode_into(_w_TransactionState_0, out, holes)
+        else:
+            for e3 in o.transaction_states:
+                _w_TransactionState_0(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

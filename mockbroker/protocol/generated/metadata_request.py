@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -396,8 +396,11 @@ def _w_MetadataRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_MetadataRequestTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataRequestTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_MetadataRequestTopic_0(e1, out, holes)
 
 
 def _w_MetadataRequest_1(o, out, holes):
@@ -405,8 +408,11 @@ def _w_MetadataRequest_1(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_MetadataRequestTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataRequestTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_MetadataRequestTopic_0(e1, out, holes)
 
 
 def _w_MetadataRequest_4(o, out, holes):
@@ -414,8 +420,11 @@ def _w_MetadataRequest_4(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_MetadataRequestTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataRequestTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_MetadataRequestTopic_0(e1, out, holes)
     out += _S_o.pack(o.allow_auto_topic_creation)
 
 
@@ -424,8 +433,11 @@ def _w_MetadataRequest_8(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_MetadataRequestTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataRequestTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_MetadataRequestTopic_0(e1, out, holes)
     out += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
 
 
@@ -450,8 +462,11 @@ def _w_MetadataRequest_9(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_MetadataRequestTopic_9(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataRequestTopic_9, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_MetadataRequestTopic_9(e1, out, holes)
     out += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -478,8 +493,11 @@ def _w_MetadataRequest_10(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_MetadataRequestTopic_10(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataRequestTopic_10, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_MetadataRequestTopic_10(e1, out, holes)
     out += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -492,8 +510,11 @@ def _w_MetadataRequest_11(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_MetadataRequestTopic_10(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataRequestTopic_10, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_MetadataRequestTopic_10(e1, out, holes)
     out += _S_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 

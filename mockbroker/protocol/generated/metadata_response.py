@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -1544,8 +1544,11 @@ def _w_MetadataResponseTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_MetadataResponsePartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_MetadataResponsePartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_MetadataResponsePartition_0(e2, out, holes)
 
 
 def _w_MetadataResponse_0(o, out, holes):
@@ -1553,14 +1556,20 @@ def _w_MetadataResponse_0(o, out, holes):
         raise EncodeError('brokers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.brokers))
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_0(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_0, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_0(e1, out, holes)
     if o.topics is None:
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e2 in o.topics:
-            _w_MetadataResponseTopic_0(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_0, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_MetadataResponseTopic_0(e2, out, holes)
 
 
 def _w_MetadataResponseBroker_1(o, out, holes):
@@ -1593,8 +1602,11 @@ def _w_MetadataResponseTopic_1(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_MetadataResponsePartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_MetadataResponsePartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_MetadataResponsePartition_0(e2, out, holes)
 
 
 def _w_MetadataResponse_1(o, out, holes):
@@ -1602,15 +1614,21 @@ def _w_MetadataResponse_1(o, out, holes):
         raise EncodeError('brokers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.brokers))
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_1(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_1, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_1(e1, out, holes)
     out += _S_i.pack(o.controller_id)
     if o.topics is None:
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e2 in o.topics:
-            _w_MetadataResponseTopic_1(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_1, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_MetadataResponseTopic_1(e2, out, holes)
 
 
 def _w_MetadataResponse_2(o, out, holes):
@@ -1618,8 +1636,11 @@ def _w_MetadataResponse_2(o, out, holes):
         raise EncodeError('brokers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.brokers))
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_1(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_1, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_1(e1, out, holes)
     if o.cluster_id is None:
         out += NULL16
     else:
@@ -1631,8 +1652,11 @@ def _w_MetadataResponse_2(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_1(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_1, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_1(e3, out, holes)
 
 
 def _w_MetadataResponse_3(o, out, holes):
@@ -1641,8 +1665,11 @@ def _w_MetadataResponse_3(o, out, holes):
         raise EncodeError('brokers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.brokers))
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_1(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_1, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_1(e1, out, holes)
     if o.cluster_id is None:
         out += NULL16
     else:
@@ -1654,8 +1681,11 @@ def _w_MetadataResponse_3(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_1(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_1, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_1(e3, out, holes)
 
 
 def _w_MetadataResponsePartition_5(o, out, holes):
@@ -1690,8 +1720,11 @@ def _w_MetadataResponseTopic_5(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_MetadataResponsePartition_5(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_MetadataResponsePartition_5, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_MetadataResponsePartition_5(e2, out, holes)
 
 
 def _w_MetadataResponse_5(o, out, holes):
@@ -1700,8 +1733,11 @@ def _w_MetadataResponse_5(o, out, holes):
         raise EncodeError('brokers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.brokers))
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_1(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_1, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_1(e1, out, holes)
     if o.cluster_id is None:
         out += NULL16
     else:
@@ -1713,8 +1749,11 @@ def _w_MetadataResponse_5(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_5(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_5, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_5(e3, out, holes)
 
 
 def _w_MetadataResponsePartition_7(o, out, holes):
@@ -1749,8 +1788,11 @@ def _w_MetadataResponseTopic_7(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_MetadataResponsePartition_7(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_MetadataResponsePartition_7, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_MetadataResponsePartition_7(e2, out, holes)
 
 
 def _w_MetadataResponse_7(o, out, holes):
@@ -1759,8 +1801,11 @@ def _w_MetadataResponse_7(o, out, holes):
         raise EncodeError('brokers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.brokers))
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_1(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_1, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_1(e1, out, holes)
     if o.cluster_id is None:
         out += NULL16
     else:
@@ -1772,8 +1817,11 @@ def _w_MetadataResponse_7(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_7(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_7, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_7(e3, out, holes)
 
 
 def _w_MetadataResponseTopic_8(o, out, holes):
@@ -1789,8 +1837,11 @@ def _w_MetadataResponseTopic_8(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_MetadataResponsePartition_7(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_MetadataResponsePartition_7, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_MetadataResponsePartition_7(e2, out, holes)
     out += _S_i.pack(o.topic_authorized_operations)
 
 
@@ -1800,8 +1851,11 @@ def _w_MetadataResponse_8(o, out, holes):
         raise EncodeError('brokers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.brokers))
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_1(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_1, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_1(e1, out, holes)
     if o.cluster_id is None:
         out += NULL16
     else:
@@ -1813,8 +1867,11 @@ def _w_MetadataResponse_8(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_8(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_8, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_8(e3, out, holes)
     out += _S_i.pack(o.cluster_authorized_operations)
 
 
@@ -1890,8 +1947,11 @@ def _w_MetadataResponseTopic_9(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_MetadataResponsePartition_9(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_MetadataResponsePartition_9, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_MetadataResponsePartition_9(e2, out, holes)
     out += _S_i.pack(o.topic_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1905,8 +1965,11 @@ def _w_MetadataResponse_9(o, out, holes):
             out.append(len(o.brokers) + 1)
         else:
             write_uvarint(out, len(o.brokers) + 1)
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_9(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_9, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_9(e1, out, holes)
     if o.cluster_id is None:
         out.append(0)
     else:
@@ -1924,8 +1987,11 @@ def _w_MetadataResponse_9(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_9(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_9, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_9(e3, out, holes)
     out += _S_i.pack(o.cluster_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1949,8 +2015,11 @@ def _w_MetadataResponseTopic_10(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_MetadataResponsePartition_9(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_MetadataResponsePartition_9, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_MetadataResponsePartition_9(e2, out, holes)
     out += _S_i.pack(o.topic_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1964,8 +2033,11 @@ def _w_MetadataResponse_10(o, out, holes):
             out.append(len(o.brokers) + 1)
         else:
             write_uvarint(out, len(o.brokers) + 1)
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_9(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_9, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_9(e1, out, holes)
     if o.cluster_id is None:
         out.append(0)
     else:
@@ -1983,8 +2055,11 @@ def _w_MetadataResponse_10(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_10(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_10, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_10(e3, out, holes)
     out += _S_i.pack(o.cluster_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1998,8 +2073,11 @@ def _w_MetadataResponse_11(o, out, holes):
             out.append(len(o.brokers) + 1)
         else:
             write_uvarint(out, len(o.brokers) + 1)
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_9(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_9, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_9(e1, out, holes)
     if o.cluster_id is None:
         out.append(0)
     else:
@@ -2017,8 +2095,11 @@ def _w_MetadataResponse_11(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_10(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_10, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_10(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -2041,8 +2122,11 @@ def _w_MetadataResponseTopic_12(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_MetadataResponsePartition_9(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_MetadataResponsePartition_9, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_MetadataResponsePartition_9(e2, out, holes)
     out += _S_i.pack(o.topic_authorized_operations)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -2056,8 +2140,11 @@ def _w_MetadataResponse_12(o, out, holes):
             out.append(len(o.brokers) + 1)
         else:
             write_uvarint(out, len(o.brokers) + 1)
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_9(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_9, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_9(e1, out, holes)
     if o.cluster_id is None:
         out.append(0)
     else:
@@ -2075,8 +2162,11 @@ def _w_MetadataResponse_12(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_12(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_12, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_12(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -2089,8 +2179,11 @@ def _w_MetadataResponse_13(o, out, holes):
             out.append(len(o.brokers) + 1)
         else:
             write_uvarint(out, len(o.brokers) + 1)
-        for e1 in o.brokers:
-            _w_MetadataResponseBroker_9(e1, out, holes)
+        if type(o.brokers) is EncodedList:
+            o.brokers.encode_into(_w_MetadataResponseBroker_9, out, holes)
+        else:
+            for e1 in o.brokers:
+                _w_MetadataResponseBroker_9(e1, out, holes)
     if o.cluster_id is None:
         out.append(0)
     else:
@@ -2108,8 +2201,11 @@ def _w_MetadataResponse_13(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e3 in o.topics:
-            _w_MetadataResponseTopic_12(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_MetadataResponseTopic_12, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_MetadataResponseTopic_12(e3, out, holes)
     out += _S_h.pack(o.error_code)
     write_unknown_tags(out, o.unknown_tags)
 

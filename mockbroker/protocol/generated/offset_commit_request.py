@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -861,8 +861,11 @@ def _w_OffsetCommitRequestTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_OffsetCommitRequestPartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetCommitRequestPartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetCommitRequestPartition_0(e2, out, holes)
 
 
 def _w_OffsetCommitRequest_0(o, out, holes):
@@ -876,8 +879,11 @@ def _w_OffsetCommitRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e2 in o.topics:
-            _w_OffsetCommitRequestTopic_0(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetCommitRequestTopic_0, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_OffsetCommitRequestTopic_0(e2, out, holes)
 
 
 def _w_OffsetCommitRequestPartition_1(o, out, holes):
@@ -901,8 +907,11 @@ def _w_OffsetCommitRequestTopic_1(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_OffsetCommitRequestPartition_1(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetCommitRequestPartition_1, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetCommitRequestPartition_1(e2, out, holes)
 
 
 def _w_OffsetCommitRequest_1(o, out, holes):
@@ -923,8 +932,11 @@ def _w_OffsetCommitRequest_1(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_OffsetCommitRequestTopic_1(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetCommitRequestTopic_1, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_OffsetCommitRequestTopic_1(e3, out, holes)
 
 
 def _w_OffsetCommitRequest_2(o, out, holes):
@@ -946,8 +958,11 @@ def _w_OffsetCommitRequest_2(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_OffsetCommitRequestTopic_0(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetCommitRequestTopic_0, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_OffsetCommitRequestTopic_0(e3, out, holes)
 
 
 def _w_OffsetCommitRequest_5(o, out, holes):
@@ -968,8 +983,11 @@ def _w_OffsetCommitRequest_5(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_OffsetCommitRequestTopic_0(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetCommitRequestTopic_0, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_OffsetCommitRequestTopic_0(e3, out, holes)
 
 
 def _w_OffsetCommitRequestPartition_6(o, out, holes):
@@ -993,8 +1011,11 @@ def _w_OffsetCommitRequestTopic_6(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_OffsetCommitRequestPartition_6(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetCommitRequestPartition_6, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetCommitRequestPartition_6(e2, out, holes)
 
 
 def _w_OffsetCommitRequest_6(o, out, holes):
@@ -1015,8 +1036,11 @@ def _w_OffsetCommitRequest_6(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_OffsetCommitRequestTopic_6(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetCommitRequestTopic_6, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_OffsetCommitRequestTopic_6(e3, out, holes)
 
 
 def _w_OffsetCommitRequest_7(o, out, holes):
@@ -1043,8 +1067,11 @@ def _w_OffsetCommitRequest_7(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e4 in o.topics:
-            _w_OffsetCommitRequestTopic_6(e4, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetCommitRequestTopic_6, out, holes)
+        else:
+            for e4 in o.topics:
+                _w_OffsetCommitRequestTopic_6(e4, out, holes)
 
 
 def _w_OffsetCommitRequestPartition_8(o, out, holes):
@@ -1078,8 +1105,11 @@ def _w_OffsetCommitRequestTopic_8(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_OffsetCommitRequestPartition_8(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetCommitRequestPartition_8, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetCommitRequestPartition_8(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1119,8 +1149,11 @@ def _w_OffsetCommitRequest_8(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e4 in o.topics:
-            _w_OffsetCommitRequestTopic_8(e4, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetCommitRequestTopic_8, out, holes)
+        else:
+            for e4 in o.topics:
+                _w_OffsetCommitRequestTopic_8(e4, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1133,8 +1166,11 @@ def _w_OffsetCommitRequestTopic_10(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e1 in o.partitions:
-            _w_OffsetCommitRequestPartition_8(e1, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetCommitRequestPartition_8, out, holes)
+        else:
+            for e1 in o.partitions:
+                _w_OffsetCommitRequestPartition_8(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1174,8 +1210,11 @@ def _w_OffsetCommitRequest_10(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e4 in o.topics:
-            _w_OffsetCommitRequestTopic_10(e4, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetCommitRequestTopic_10, out, holes)
+        else:
+            for e4 in o.topics:
+                _w_OffsetCommitRequestTopic_10(e4, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -151,8 +151,11 @@ def _w_OffsetDeleteRequestTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_OffsetDeleteRequestPartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetDeleteRequestPartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetDeleteRequestPartition_0(e2, out, holes)
 
 
 def _w_OffsetDeleteRequest_0(o, out, holes):
@@ -166,8 +169,11 @@ def _w_OffsetDeleteRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e2 in o.topics:
-            _w_OffsetDeleteRequestTopic_0(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetDeleteRequestTopic_0, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_OffsetDeleteRequestTopic_0(e2, out, holes)
 
 
 NAME = 'OffsetDeleteRequest'

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -149,8 +149,11 @@ def _w_OffsetDeleteResponseTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_OffsetDeleteResponsePartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetDeleteResponsePartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetDeleteResponsePartition_0(e2, out, holes)
 
 
 def _w_OffsetDeleteResponse_0(o, out, holes):
@@ -159,8 +162,11 @@ def _w_OffsetDeleteResponse_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_OffsetDeleteResponseTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetDeleteResponseTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetDeleteResponseTopic_0(e1, out, holes)
 
 
 NAME = 'OffsetDeleteResponse'

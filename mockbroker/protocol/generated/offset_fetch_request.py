@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -799,8 +799,11 @@ def _w_OffsetFetchRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e2 in o.topics:
-            _w_OffsetFetchRequestTopic_0(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchRequestTopic_0, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_OffsetFetchRequestTopic_0(e2, out, holes)
 
 
 def _w_OffsetFetchRequest_2(o, out, holes):
@@ -814,8 +817,11 @@ def _w_OffsetFetchRequest_2(o, out, holes):
         out += NULL32
     else:
         out += _S_i.pack(len(o.topics))
-        for e2 in o.topics:
-            _w_OffsetFetchRequestTopic_0(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchRequestTopic_0, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_OffsetFetchRequestTopic_0(e2, out, holes)
 
 
 def _w_OffsetFetchRequestTopic_6(o, out, holes):
@@ -856,8 +862,11 @@ def _w_OffsetFetchRequest_6(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_OffsetFetchRequestTopic_6(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchRequestTopic_6, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_OffsetFetchRequestTopic_6(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -878,8 +887,11 @@ def _w_OffsetFetchRequest_7(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_OffsetFetchRequestTopic_6(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchRequestTopic_6, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_OffsetFetchRequestTopic_6(e2, out, holes)
     out += _S_o.pack(o.require_stable)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -922,8 +934,11 @@ def _w_OffsetFetchRequestGroup_8(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_OffsetFetchRequestTopics_8(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchRequestTopics_8, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_OffsetFetchRequestTopics_8(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -935,8 +950,11 @@ def _w_OffsetFetchRequest_8(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_OffsetFetchRequestGroup_8(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_OffsetFetchRequestGroup_8, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_OffsetFetchRequestGroup_8(e1, out, holes)
     out += _S_o.pack(o.require_stable)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -968,8 +986,11 @@ def _w_OffsetFetchRequestGroup_9(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e3 in o.topics:
-            _w_OffsetFetchRequestTopics_8(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchRequestTopics_8, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_OffsetFetchRequestTopics_8(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -981,8 +1002,11 @@ def _w_OffsetFetchRequest_9(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_OffsetFetchRequestGroup_9(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_OffsetFetchRequestGroup_9, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_OffsetFetchRequestGroup_9(e1, out, holes)
     out += _S_o.pack(o.require_stable)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1027,8 +1051,11 @@ def _w_OffsetFetchRequestGroup_10(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e3 in o.topics:
-            _w_OffsetFetchRequestTopics_10(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchRequestTopics_10, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_OffsetFetchRequestTopics_10(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1040,8 +1067,11 @@ def _w_OffsetFetchRequest_10(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_OffsetFetchRequestGroup_10(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_OffsetFetchRequestGroup_10, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_OffsetFetchRequestGroup_10(e1, out, holes)
     out += _S_o.pack(o.require_stable)
     write_unknown_tags(out, o.unknown_tags)
 

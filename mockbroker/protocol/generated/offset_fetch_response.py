@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -851,8 +851,11 @@ def _w_OffsetFetchResponseTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_OffsetFetchResponsePartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetFetchResponsePartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetFetchResponsePartition_0(e2, out, holes)
 
 
 def _w_OffsetFetchResponse_0(o, out, holes):
@@ -860,8 +863,11 @@ def _w_OffsetFetchResponse_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_OffsetFetchResponseTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchResponseTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetFetchResponseTopic_0(e1, out, holes)
 
 
 def _w_OffsetFetchResponse_2(o, out, holes):
@@ -869,8 +875,11 @@ def _w_OffsetFetchResponse_2(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_OffsetFetchResponseTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchResponseTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetFetchResponseTopic_0(e1, out, holes)
     out += _S_h.pack(o.error_code)
 
 
@@ -880,8 +889,11 @@ def _w_OffsetFetchResponse_3(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_OffsetFetchResponseTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchResponseTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetFetchResponseTopic_0(e1, out, holes)
     out += _S_h.pack(o.error_code)
 
 
@@ -907,8 +919,11 @@ def _w_OffsetFetchResponseTopic_5(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_OffsetFetchResponsePartition_5(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetFetchResponsePartition_5, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetFetchResponsePartition_5(e2, out, holes)
 
 
 def _w_OffsetFetchResponse_5(o, out, holes):
@@ -917,8 +932,11 @@ def _w_OffsetFetchResponse_5(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_OffsetFetchResponseTopic_5(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchResponseTopic_5, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetFetchResponseTopic_5(e1, out, holes)
     out += _S_h.pack(o.error_code)
 
 
@@ -954,8 +972,11 @@ def _w_OffsetFetchResponseTopic_6(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_OffsetFetchResponsePartition_6(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetFetchResponsePartition_6, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetFetchResponsePartition_6(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -968,8 +989,11 @@ def _w_OffsetFetchResponse_6(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_OffsetFetchResponseTopic_6(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchResponseTopic_6, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetFetchResponseTopic_6(e1, out, holes)
     out += _S_h.pack(o.error_code)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1006,8 +1030,11 @@ def _w_OffsetFetchResponseTopics_8(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_OffsetFetchResponsePartitions_8(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetFetchResponsePartitions_8, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetFetchResponsePartitions_8(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1028,8 +1055,11 @@ def _w_OffsetFetchResponseGroup_8(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_OffsetFetchResponseTopics_8(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchResponseTopics_8, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_OffsetFetchResponseTopics_8(e2, out, holes)
     out += _S_h.pack(o.error_code)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1043,8 +1073,11 @@ def _w_OffsetFetchResponse_8(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_OffsetFetchResponseGroup_8(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_OffsetFetchResponseGroup_8, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_OffsetFetchResponseGroup_8(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1057,8 +1090,11 @@ def _w_OffsetFetchResponseTopics_10(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e1 in o.partitions:
-            _w_OffsetFetchResponsePartitions_8(e1, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetFetchResponsePartitions_8, out, holes)
+        else:
+            for e1 in o.partitions:
+                _w_OffsetFetchResponsePartitions_8(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1079,8 +1115,11 @@ def _w_OffsetFetchResponseGroup_10(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_OffsetFetchResponseTopics_10(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetFetchResponseTopics_10, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_OffsetFetchResponseTopics_10(e2, out, holes)
     out += _S_h.pack(o.error_code)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1094,8 +1133,11 @@ def _w_OffsetFetchResponse_10(o, out, holes):
             out.append(len(o.groups) + 1)
         else:
             write_uvarint(out, len(o.groups) + 1)
-        for e1 in o.groups:
-            _w_OffsetFetchResponseGroup_10(e1, out, holes)
+        if type(o.groups) is EncodedList:
+            o.groups.encode_into(_w_OffsetFetchResponseGroup_10, out, holes)
+        else:
+            for e1 in o.groups:
+                _w_OffsetFetchResponseGroup_10(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

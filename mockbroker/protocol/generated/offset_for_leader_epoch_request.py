@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -353,8 +353,11 @@ def _w_OffsetForLeaderTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_OffsetForLeaderPartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetForLeaderPartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetForLeaderPartition_0(e2, out, holes)
 
 
 def _w_OffsetForLeaderEpochRequest_0(o, out, holes):
@@ -362,8 +365,11 @@ def _w_OffsetForLeaderEpochRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_OffsetForLeaderTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetForLeaderTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetForLeaderTopic_0(e1, out, holes)
 
 
 def _w_OffsetForLeaderPartition_2(o, out, holes):
@@ -381,8 +387,11 @@ def _w_OffsetForLeaderTopic_2(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_OffsetForLeaderPartition_2(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetForLeaderPartition_2, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetForLeaderPartition_2(e2, out, holes)
 
 
 def _w_OffsetForLeaderEpochRequest_2(o, out, holes):
@@ -390,8 +399,11 @@ def _w_OffsetForLeaderEpochRequest_2(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_OffsetForLeaderTopic_2(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetForLeaderTopic_2, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetForLeaderTopic_2(e1, out, holes)
 
 
 def _w_OffsetForLeaderEpochRequest_3(o, out, holes):
@@ -400,8 +412,11 @@ def _w_OffsetForLeaderEpochRequest_3(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_OffsetForLeaderTopic_2(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetForLeaderTopic_2, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetForLeaderTopic_2(e1, out, holes)
 
 
 def _w_OffsetForLeaderPartition_4(o, out, holes):
@@ -426,8 +441,11 @@ def _w_OffsetForLeaderTopic_4(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_OffsetForLeaderPartition_4(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_OffsetForLeaderPartition_4, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_OffsetForLeaderPartition_4(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -440,8 +458,11 @@ def _w_OffsetForLeaderEpochRequest_4(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_OffsetForLeaderTopic_4(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_OffsetForLeaderTopic_4, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_OffsetForLeaderTopic_4(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

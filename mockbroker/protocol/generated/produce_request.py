@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -460,8 +460,11 @@ def _w_TopicProduceData_0(o, out, holes):
         raise EncodeError('partition_data is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partition_data))
-        for e2 in o.partition_data:
-            _w_PartitionProduceData_0(e2, out, holes)
+        if type(o.partition_data) is EncodedList:
+            o.partition_data.encode_into(_w_PartitionProduceData_0, out, holes)
+        else:
+            for e2 in o.partition_data:
+                _w_PartitionProduceData_0(e2, out, holes)
 
 
 def _w_ProduceRequest_0(o, out, holes):
@@ -470,8 +473,11 @@ def _w_ProduceRequest_0(o, out, holes):
         raise EncodeError('topic_data is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topic_data))
-        for e1 in o.topic_data:
-            _w_TopicProduceData_0(e1, out, holes)
+        if type(o.topic_data) is EncodedList:
+            o.topic_data.encode_into(_w_TopicProduceData_0, out, holes)
+        else:
+            for e1 in o.topic_data:
+                _w_TopicProduceData_0(e1, out, holes)
 
 
 def _w_ProduceRequest_3(o, out, holes):
@@ -486,8 +492,11 @@ def _w_ProduceRequest_3(o, out, holes):
         raise EncodeError('topic_data is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topic_data))
-        for e2 in o.topic_data:
-            _w_TopicProduceData_0(e2, out, holes)
+        if type(o.topic_data) is EncodedList:
+            o.topic_data.encode_into(_w_TopicProduceData_0, out, holes)
+        else:
+            for e2 in o.topic_data:
+                _w_TopicProduceData_0(e2, out, holes)
 
 
 def _w_PartitionProduceData_9(o, out, holes):
@@ -513,8 +522,11 @@ def _w_TopicProduceData_9(o, out, holes):
             out.append(len(o.partition_data) + 1)
         else:
             write_uvarint(out, len(o.partition_data) + 1)
-        for e2 in o.partition_data:
-            _w_PartitionProduceData_9(e2, out, holes)
+        if type(o.partition_data) is EncodedList:
+            o.partition_data.encode_into(_w_PartitionProduceData_9, out, holes)
+        else:
+            for e2 in o.partition_data:
+                _w_PartitionProduceData_9(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -536,8 +548,11 @@ def _w_ProduceRequest_9(o, out, holes):
             out.append(len(o.topic_data) + 1)
         else:
             write_uvarint(out, len(o.topic_data) + 1)
-        for e2 in o.topic_data:
-            _w_TopicProduceData_9(e2, out, holes)
+        if type(o.topic_data) is EncodedList:
+            o.topic_data.encode_into(_w_TopicProduceData_9, out, holes)
+        else:
+            for e2 in o.topic_data:
+                _w_TopicProduceData_9(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -550,8 +565,11 @@ def _w_TopicProduceData_13(o, out, holes):
             out.append(len(o.partition_data) + 1)
         else:
             write_uvarint(out, len(o.partition_data) + 1)
-        for e1 in o.partition_data:
-            _w_PartitionProduceData_9(e1, out, holes)
+        if type(o.partition_data) is EncodedList:
+            o.partition_data.encode_into(_w_PartitionProduceData_9, out, holes)
+        else:
+            for e1 in o.partition_data:
+                _w_PartitionProduceData_9(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -573,8 +591,11 @@ def _w_ProduceRequest_13(o, out, holes):
             out.append(len(o.topic_data) + 1)
         else:
             write_uvarint(out, len(o.topic_data) + 1)
-        for e2 in o.topic_data:
-            _w_TopicProduceData_13(e2, out, holes)
+        if type(o.topic_data) is EncodedList:
+            o.topic_data.encode_into(_w_TopicProduceData_13, out, holes)
+        else:
+            for e2 in o.topic_data:
+                _w_TopicProduceData_13(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -1058,8 +1058,11 @@ def _w_TopicProduceResponse_0(o, out, holes):
         raise EncodeError('partition_responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partition_responses))
-        for e2 in o.partition_responses:
-            _w_PartitionProduceResponse_0(e2, out, holes)
+        if type(o.partition_responses) is EncodedList:
+            o.partition_responses.encode_into(_w_PartitionProduceResponse_0, out, holes)
+        else:
+            for e2 in o.partition_responses:
+                _w_PartitionProduceResponse_0(e2, out, holes)
 
 
 def _w_ProduceResponse_0(o, out, holes):
@@ -1067,8 +1070,11 @@ def _w_ProduceResponse_0(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_TopicProduceResponse_0(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_TopicProduceResponse_0, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_TopicProduceResponse_0(e1, out, holes)
 
 
 def _w_ProduceResponse_1(o, out, holes):
@@ -1076,8 +1082,11 @@ def _w_ProduceResponse_1(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_TopicProduceResponse_0(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_TopicProduceResponse_0, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_TopicProduceResponse_0(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
 
 
@@ -1096,8 +1105,11 @@ def _w_TopicProduceResponse_2(o, out, holes):
         raise EncodeError('partition_responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partition_responses))
-        for e2 in o.partition_responses:
-            _w_PartitionProduceResponse_2(e2, out, holes)
+        if type(o.partition_responses) is EncodedList:
+            o.partition_responses.encode_into(_w_PartitionProduceResponse_2, out, holes)
+        else:
+            for e2 in o.partition_responses:
+                _w_PartitionProduceResponse_2(e2, out, holes)
 
 
 def _w_ProduceResponse_2(o, out, holes):
@@ -1105,8 +1117,11 @@ def _w_ProduceResponse_2(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_TopicProduceResponse_2(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_TopicProduceResponse_2, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_TopicProduceResponse_2(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
 
 
@@ -1125,8 +1140,11 @@ def _w_TopicProduceResponse_5(o, out, holes):
         raise EncodeError('partition_responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partition_responses))
-        for e2 in o.partition_responses:
-            _w_PartitionProduceResponse_5(e2, out, holes)
+        if type(o.partition_responses) is EncodedList:
+            o.partition_responses.encode_into(_w_PartitionProduceResponse_5, out, holes)
+        else:
+            for e2 in o.partition_responses:
+                _w_PartitionProduceResponse_5(e2, out, holes)
 
 
 def _w_ProduceResponse_5(o, out, holes):
@@ -1134,8 +1152,11 @@ def _w_ProduceResponse_5(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_TopicProduceResponse_5(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_TopicProduceResponse_5, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_TopicProduceResponse_5(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
 
 
@@ -1155,8 +1176,11 @@ def _w_PartitionProduceResponse_8(o, out, holes):
         raise EncodeError('record_errors is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.record_errors))
-        for e1 in o.record_errors:
-            _w_BatchIndexAndErrorMessage_8(e1, out, holes)
+        if type(o.record_errors) is EncodedList:
+            o.record_errors.encode_into(_w_BatchIndexAndErrorMessage_8, out, holes)
+        else:
+            for e1 in o.record_errors:
+                _w_BatchIndexAndErrorMessage_8(e1, out, holes)
     if o.error_message is None:
         out += NULL16
     else:
@@ -1176,8 +1200,11 @@ def _w_TopicProduceResponse_8(o, out, holes):
         raise EncodeError('partition_responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partition_responses))
-        for e2 in o.partition_responses:
-            _w_PartitionProduceResponse_8(e2, out, holes)
+        if type(o.partition_responses) is EncodedList:
+            o.partition_responses.encode_into(_w_PartitionProduceResponse_8, out, holes)
+        else:
+            for e2 in o.partition_responses:
+                _w_PartitionProduceResponse_8(e2, out, holes)
 
 
 def _w_ProduceResponse_8(o, out, holes):
@@ -1185,8 +1212,11 @@ def _w_ProduceResponse_8(o, out, holes):
         raise EncodeError('responses is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.responses))
-        for e1 in o.responses:
-            _w_TopicProduceResponse_8(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_TopicProduceResponse_8, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_TopicProduceResponse_8(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
 
 
@@ -1213,8 +1243,11 @@ def _w_PartitionProduceResponse_9(o, out, holes):
             out.append(len(o.record_errors) + 1)
         else:
             write_uvarint(out, len(o.record_errors) + 1)
-        for e1 in o.record_errors:
-            _w_BatchIndexAndErrorMessage_9(e1, out, holes)
+        if type(o.record_errors) is EncodedList:
+            o.record_errors.encode_into(_w_BatchIndexAndErrorMessage_9, out, holes)
+        else:
+            for e1 in o.record_errors:
+                _w_BatchIndexAndErrorMessage_9(e1, out, holes)
     if o.error_message is None:
         out.append(0)
     else:
@@ -1244,8 +1277,11 @@ def _w_TopicProduceResponse_9(o, out, holes):
             out.append(len(o.partition_responses) + 1)
         else:
             write_uvarint(out, len(o.partition_responses) + 1)
-        for e2 in o.partition_responses:
-            _w_PartitionProduceResponse_9(e2, out, holes)
+        if type(o.partition_responses) is EncodedList:
+            o.partition_responses.encode_into(_w_PartitionProduceResponse_9, out, holes)
+        else:
+            for e2 in o.partition_responses:
+                _w_PartitionProduceResponse_9(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1257,8 +1293,11 @@ def _w_ProduceResponse_9(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_TopicProduceResponse_9(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_TopicProduceResponse_9, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_TopicProduceResponse_9(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -1277,8 +1316,11 @@ def _w_PartitionProduceResponse_10(o, out, holes):
             out.append(len(o.record_errors) + 1)
         else:
             write_uvarint(out, len(o.record_errors) + 1)
-        for e1 in o.record_errors:
-            _w_BatchIndexAndErrorMessage_9(e1, out, holes)
+        if type(o.record_errors) is EncodedList:
+            o.record_errors.encode_into(_w_BatchIndexAndErrorMessage_9, out, holes)
+        else:
+            for e1 in o.record_errors:
+                _w_BatchIndexAndErrorMessage_9(e1, out, holes)
     if o.error_message is None:
         out.append(0)
     else:
@@ -1319,8 +1361,11 @@ def _w_TopicProduceResponse_10(o, out, holes):
             out.append(len(o.partition_responses) + 1)
         else:
             write_uvarint(out, len(o.partition_responses) + 1)
-        for e2 in o.partition_responses:
-            _w_PartitionProduceResponse_10(e2, out, holes)
+        if type(o.partition_responses) is EncodedList:
+            o.partition_responses.encode_into(_w_PartitionProduceResponse_10, out, holes)
+        else:
+            for e2 in o.partition_responses:
+                _w_PartitionProduceResponse_10(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1356,8 +1401,11 @@ def _w_ProduceResponse_10(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_TopicProduceResponse_10(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_TopicProduceResponse_10, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_TopicProduceResponse_10(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
     tags = []
     v2 = o.node_endpoints
@@ -1370,8 +1418,11 @@ def _w_ProduceResponse_10(o, out, holes):
                 t.append(len(v2) + 1)
             else:
                 write_uvarint(t, len(v2) + 1)
-            for e3 in v2:
-                _w_NodeEndpoint_10(e3, t, holes)
+            if type(v2) is EncodedList:
+                v2.encode_into(_w_NodeEndpoint_10, t, holes)
+            else:
+                for e3 in v2:
+                    _w_NodeEndpoint_10(e3, t, holes)
         tags.append((0, t))
     if o.unknown_tags:
         tags.extend(o.unknown_tags)
@@ -1390,8 +1441,11 @@ def _w_TopicProduceResponse_13(o, out, holes):
             out.append(len(o.partition_responses) + 1)
         else:
             write_uvarint(out, len(o.partition_responses) + 1)
-        for e1 in o.partition_responses:
-            _w_PartitionProduceResponse_10(e1, out, holes)
+        if type(o.partition_responses) is EncodedList:
+            o.partition_responses.encode_into(_w_PartitionProduceResponse_10, out, holes)
+        else:
+            for e1 in o.partition_responses:
+                _w_PartitionProduceResponse_10(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -1403,8 +1457,11 @@ def _w_ProduceResponse_13(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e1 in o.responses:
-            _w_TopicProduceResponse_13(e1, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_TopicProduceResponse_13, out, holes)
+        else:
+            for e1 in o.responses:
+                _w_TopicProduceResponse_13(e1, out, holes)
     out += _S_i.pack(o.throttle_time_ms)
     tags = []
     v2 = o.node_endpoints
@@ -1417,8 +1474,11 @@ def _w_ProduceResponse_13(o, out, holes):
                 t.append(len(v2) + 1)
             else:
                 write_uvarint(t, len(v2) + 1)
-            for e3 in v2:
-                _w_NodeEndpoint_10(e3, t, holes)
+            if type(v2) is EncodedList:
+                v2.encode_into(_w_NodeEndpoint_10, t, holes)
+            else:
+                for e3 in v2:
+                    _w_NodeEndpoint_10(e3, t, holes)
         tags.append((0, t))
     if o.unknown_tags:
         tags.extend(o.unknown_tags)

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -201,8 +201,11 @@ def _w_ReadStateData_0(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e1 in o.partitions:
-            _w_PartitionData_0(e1, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_0, out, holes)
+        else:
+            for e1 in o.partitions:
+                _w_PartitionData_0(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -223,8 +226,11 @@ def _w_ReadShareGroupStateRequest_0(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e2 in o.topics:
-            _w_ReadStateData_0(e2, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_ReadStateData_0, out, holes)
+        else:
+            for e2 in o.topics:
+                _w_ReadStateData_0(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -308,8 +308,11 @@ def _w_AcknowledgePartition_0(o, out, holes):
             out.append(len(o.acknowledgement_batches) + 1)
         else:
             write_uvarint(out, len(o.acknowledgement_batches) + 1)
-        for e1 in o.acknowledgement_batches:
-            _w_AcknowledgementBatch_0(e1, out, holes)
+        if type(o.acknowledgement_batches) is EncodedList:
+            o.acknowledgement_batches.encode_into(_w_AcknowledgementBatch_0, out, holes)
+        else:
+            for e1 in o.acknowledgement_batches:
+                _w_AcknowledgementBatch_0(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -322,8 +325,11 @@ def _w_AcknowledgeTopic_0(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e1 in o.partitions:
-            _w_AcknowledgePartition_0(e1, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_AcknowledgePartition_0, out, holes)
+        else:
+            for e1 in o.partitions:
+                _w_AcknowledgePartition_0(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -354,8 +360,11 @@ def _w_ShareAcknowledgeRequest_0(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e3 in o.topics:
-            _w_AcknowledgeTopic_0(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_AcknowledgeTopic_0, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_AcknowledgeTopic_0(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

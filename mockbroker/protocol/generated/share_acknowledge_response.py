@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -389,8 +389,11 @@ def _w_ShareAcknowledgeTopicResponse_0(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e1 in o.partitions:
-            _w_PartitionData_0(e1, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_PartitionData_0, out, holes)
+        else:
+            for e1 in o.partitions:
+                _w_PartitionData_0(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -436,8 +439,11 @@ def _w_ShareAcknowledgeResponse_0(o, out, holes):
             out.append(len(o.responses) + 1)
         else:
             write_uvarint(out, len(o.responses) + 1)
-        for e2 in o.responses:
-            _w_ShareAcknowledgeTopicResponse_0(e2, out, holes)
+        if type(o.responses) is EncodedList:
+            o.responses.encode_into(_w_ShareAcknowledgeTopicResponse_0, out, holes)
+        else:
+            for e2 in o.responses:
+                _w_ShareAcknowledgeTopicResponse_0(e2, out, holes)
     if o.node_endpoints is None:
         raise EncodeError('node_endpoints is null but not nullable in this version')
     else:
@@ -445,8 +451,11 @@ def _w_ShareAcknowledgeResponse_0(o, out, holes):
             out.append(len(o.node_endpoints) + 1)
         else:
             write_uvarint(out, len(o.node_endpoints) + 1)
-        for e3 in o.node_endpoints:
-            _w_NodeEndpoint_0(e3, out, holes)
+        if type(o.node_endpoints) is EncodedList:
+            o.node_endpoints.encode_into(_w_NodeEndpoint_0, out, holes)
+        else:
+            for e3 in o.node_endpoints:
+                _w_NodeEndpoint_0(e3, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

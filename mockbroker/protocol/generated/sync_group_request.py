@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -491,8 +491,11 @@ def _w_SyncGroupRequest_0(o, out, holes):
         raise EncodeError('assignments is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.assignments))
-        for e3 in o.assignments:
-            _w_SyncGroupRequestAssignment_0(e3, out, holes)
+        if type(o.assignments) is EncodedList:
+            o.assignments.encode_into(_w_SyncGroupRequestAssignment_0, out, holes)
+        else:
+            for e3 in o.assignments:
+                _w_SyncGroupRequestAssignment_0(e3, out, holes)
 
 
 def _w_SyncGroupRequest_3(o, out, holes):
@@ -519,8 +522,11 @@ def _w_SyncGroupRequest_3(o, out, holes):
         raise EncodeError('assignments is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.assignments))
-        for e4 in o.assignments:
-            _w_SyncGroupRequestAssignment_0(e4, out, holes)
+        if type(o.assignments) is EncodedList:
+            o.assignments.encode_into(_w_SyncGroupRequestAssignment_0, out, holes)
+        else:
+            for e4 in o.assignments:
+                _w_SyncGroupRequestAssignment_0(e4, out, holes)
 
 
 def _w_SyncGroupRequestAssignment_4(o, out, holes):
@@ -581,8 +587,11 @@ def _w_SyncGroupRequest_4(o, out, holes):
             out.append(len(o.assignments) + 1)
         else:
             write_uvarint(out, len(o.assignments) + 1)
-        for e4 in o.assignments:
-            _w_SyncGroupRequestAssignment_4(e4, out, holes)
+        if type(o.assignments) is EncodedList:
+            o.assignments.encode_into(_w_SyncGroupRequestAssignment_4, out, holes)
+        else:
+            for e4 in o.assignments:
+                _w_SyncGroupRequestAssignment_4(e4, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -640,8 +649,11 @@ def _w_SyncGroupRequest_5(o, out, holes):
             out.append(len(o.assignments) + 1)
         else:
             write_uvarint(out, len(o.assignments) + 1)
-        for e6 in o.assignments:
-            _w_SyncGroupRequestAssignment_4(e6, out, holes)
+        if type(o.assignments) is EncodedList:
+            o.assignments.encode_into(_w_SyncGroupRequestAssignment_4, out, holes)
+        else:
+            for e6 in o.assignments:
+                _w_SyncGroupRequestAssignment_4(e6, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -507,8 +507,11 @@ def _w_TxnOffsetCommitRequestTopic_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_TxnOffsetCommitRequestPartition_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_TxnOffsetCommitRequestPartition_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_TxnOffsetCommitRequestPartition_0(e2, out, holes)
 
 
 def _w_TxnOffsetCommitRequest_0(o, out, holes):
@@ -529,8 +532,11 @@ def _w_TxnOffsetCommitRequest_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_TxnOffsetCommitRequestTopic_0(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_TxnOffsetCommitRequestTopic_0, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_TxnOffsetCommitRequestTopic_0(e3, out, holes)
 
 
 def _w_TxnOffsetCommitRequestPartition_2(o, out, holes):
@@ -554,8 +560,11 @@ def _w_TxnOffsetCommitRequestTopic_2(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_TxnOffsetCommitRequestPartition_2(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_TxnOffsetCommitRequestPartition_2, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_TxnOffsetCommitRequestPartition_2(e2, out, holes)
 
 
 def _w_TxnOffsetCommitRequest_2(o, out, holes):
@@ -576,8 +585,11 @@ def _w_TxnOffsetCommitRequest_2(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e3 in o.topics:
-            _w_TxnOffsetCommitRequestTopic_2(e3, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_TxnOffsetCommitRequestTopic_2, out, holes)
+        else:
+            for e3 in o.topics:
+                _w_TxnOffsetCommitRequestTopic_2(e3, out, holes)
 
 
 def _w_TxnOffsetCommitRequestPartition_3(o, out, holes):
@@ -611,8 +623,11 @@ def _w_TxnOffsetCommitRequestTopic_3(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_TxnOffsetCommitRequestPartition_3(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_TxnOffsetCommitRequestPartition_3, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_TxnOffsetCommitRequestPartition_3(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -661,8 +676,11 @@ def _w_TxnOffsetCommitRequest_3(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e5 in o.topics:
-            _w_TxnOffsetCommitRequestTopic_3(e5, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_TxnOffsetCommitRequestTopic_3, out, holes)
+        else:
+            for e5 in o.topics:
+                _w_TxnOffsetCommitRequestTopic_3(e5, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

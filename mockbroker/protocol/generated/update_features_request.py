@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -250,8 +250,11 @@ def _w_UpdateFeaturesRequest_0(o, out, holes):
             out.append(len(o.feature_updates) + 1)
         else:
             write_uvarint(out, len(o.feature_updates) + 1)
-        for e1 in o.feature_updates:
-            _w_FeatureUpdateKey_0(e1, out, holes)
+        if type(o.feature_updates) is EncodedList:
+            o.feature_updates.encode_into(_w_FeatureUpdateKey_0, out, holes)
+        else:
+            for e1 in o.feature_updates:
+                _w_FeatureUpdateKey_0(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -278,8 +281,11 @@ def _w_UpdateFeaturesRequest_1(o, out, holes):
             out.append(len(o.feature_updates) + 1)
         else:
             write_uvarint(out, len(o.feature_updates) + 1)
-        for e1 in o.feature_updates:
-            _w_FeatureUpdateKey_1(e1, out, holes)
+        if type(o.feature_updates) is EncodedList:
+            o.feature_updates.encode_into(_w_FeatureUpdateKey_1, out, holes)
+        else:
+            for e1 in o.feature_updates:
+                _w_FeatureUpdateKey_1(e1, out, holes)
     out += _S_o.pack(o.validate_only)
     write_unknown_tags(out, o.unknown_tags)
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -293,8 +293,11 @@ def _w_Voter_0(o, out, holes):
             out.append(len(o.endpoints) + 1)
         else:
             write_uvarint(out, len(o.endpoints) + 1)
-        for e1 in o.endpoints:
-            _w_Endpoint_0(e1, out, holes)
+        if type(o.endpoints) is EncodedList:
+            o.endpoints.encode_into(_w_Endpoint_0, out, holes)
+        else:
+            for e1 in o.endpoints:
+                _w_Endpoint_0(e1, out, holes)
     _w_KRaftVersionFeature_0(o.k_raft_version_feature, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -308,8 +311,11 @@ def _w_VotersRecord_0(o, out, holes):
             out.append(len(o.voters) + 1)
         else:
             write_uvarint(out, len(o.voters) + 1)
-        for e1 in o.voters:
-            _w_Voter_0(e1, out, holes)
+        if type(o.voters) is EncodedList:
+            o.voters.encode_into(_w_Voter_0, out, holes)
+        else:
+            for e1 in o.voters:
+                _w_Voter_0(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -386,8 +386,11 @@ def _w_WritableTxnMarker_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_WritableTxnMarkerTopic_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_WritableTxnMarkerTopic_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_WritableTxnMarkerTopic_0(e1, out, holes)
     out += _S_i.pack(o.coordinator_epoch)
 
 
@@ -396,8 +399,11 @@ def _w_WriteTxnMarkersRequest_0(o, out, holes):
         raise EncodeError('markers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.markers))
-        for e1 in o.markers:
-            _w_WritableTxnMarker_0(e1, out, holes)
+        if type(o.markers) is EncodedList:
+            o.markers.encode_into(_w_WritableTxnMarker_0, out, holes)
+        else:
+            for e1 in o.markers:
+                _w_WritableTxnMarker_0(e1, out, holes)
 
 
 def _w_WritableTxnMarkerTopic_1(o, out, holes):
@@ -430,8 +436,11 @@ def _w_WritableTxnMarker_1(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_WritableTxnMarkerTopic_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_WritableTxnMarkerTopic_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_WritableTxnMarkerTopic_1(e1, out, holes)
     out += _S_i.pack(o.coordinator_epoch)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -444,8 +453,11 @@ def _w_WriteTxnMarkersRequest_1(o, out, holes):
             out.append(len(o.markers) + 1)
         else:
             write_uvarint(out, len(o.markers) + 1)
-        for e1 in o.markers:
-            _w_WritableTxnMarker_1(e1, out, holes)
+        if type(o.markers) is EncodedList:
+            o.markers.encode_into(_w_WritableTxnMarker_1, out, holes)
+        else:
+            for e1 in o.markers:
+                _w_WritableTxnMarker_1(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -458,8 +470,11 @@ def _w_WritableTxnMarker_2(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_WritableTxnMarkerTopic_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_WritableTxnMarkerTopic_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_WritableTxnMarkerTopic_1(e1, out, holes)
     out += _S_ib.pack(o.coordinator_epoch, o.transaction_version)
     write_unknown_tags(out, o.unknown_tags)
 
@@ -472,8 +487,11 @@ def _w_WriteTxnMarkersRequest_2(o, out, holes):
             out.append(len(o.markers) + 1)
         else:
             write_uvarint(out, len(o.markers) + 1)
-        for e1 in o.markers:
-            _w_WritableTxnMarker_2(e1, out, holes)
+        if type(o.markers) is EncodedList:
+            o.markers.encode_into(_w_WritableTxnMarker_2, out, holes)
+        else:
+            for e1 in o.markers:
+                _w_WritableTxnMarker_2(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 

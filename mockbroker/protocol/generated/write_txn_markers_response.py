@@ -9,8 +9,8 @@ from struct import error as StructError
 
 from mockbroker.codec_errors import CodecError, TruncatedError
 from mockbroker.protocol.runtime import (
-    MISSING, NULL16, NULL32, ZERO_UUID, EncodeError, FieldSpec, Struct, bad_count, bad_length,
-    check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
+    MISSING, NULL16, NULL32, ZERO_UUID, EncodedList, EncodeError, FieldSpec, Struct, bad_count,
+    bad_length, check_span, pack_array, read_primitive_array, read_uvarint, wrap_error, write_records,
     write_tags, write_unknown_tags, write_uvarint,
 )
 
@@ -341,8 +341,11 @@ def _w_WritableTxnMarkerTopicResult_0(o, out, holes):
         raise EncodeError('partitions is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.partitions))
-        for e2 in o.partitions:
-            _w_WritableTxnMarkerPartitionResult_0(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_WritableTxnMarkerPartitionResult_0, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_WritableTxnMarkerPartitionResult_0(e2, out, holes)
 
 
 def _w_WritableTxnMarkerResult_0(o, out, holes):
@@ -351,8 +354,11 @@ def _w_WritableTxnMarkerResult_0(o, out, holes):
         raise EncodeError('topics is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.topics))
-        for e1 in o.topics:
-            _w_WritableTxnMarkerTopicResult_0(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_WritableTxnMarkerTopicResult_0, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_WritableTxnMarkerTopicResult_0(e1, out, holes)
 
 
 def _w_WriteTxnMarkersResponse_0(o, out, holes):
@@ -360,8 +366,11 @@ def _w_WriteTxnMarkersResponse_0(o, out, holes):
         raise EncodeError('markers is null but not nullable in this version')
     else:
         out += _S_i.pack(len(o.markers))
-        for e1 in o.markers:
-            _w_WritableTxnMarkerResult_0(e1, out, holes)
+        if type(o.markers) is EncodedList:
+            o.markers.encode_into(_w_WritableTxnMarkerResult_0, out, holes)
+        else:
+            for e1 in o.markers:
+                _w_WritableTxnMarkerResult_0(e1, out, holes)
 
 
 def _w_WritableTxnMarkerPartitionResult_1(o, out, holes):
@@ -386,8 +395,11 @@ def _w_WritableTxnMarkerTopicResult_1(o, out, holes):
             out.append(len(o.partitions) + 1)
         else:
             write_uvarint(out, len(o.partitions) + 1)
-        for e2 in o.partitions:
-            _w_WritableTxnMarkerPartitionResult_1(e2, out, holes)
+        if type(o.partitions) is EncodedList:
+            o.partitions.encode_into(_w_WritableTxnMarkerPartitionResult_1, out, holes)
+        else:
+            for e2 in o.partitions:
+                _w_WritableTxnMarkerPartitionResult_1(e2, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -400,8 +412,11 @@ def _w_WritableTxnMarkerResult_1(o, out, holes):
             out.append(len(o.topics) + 1)
         else:
             write_uvarint(out, len(o.topics) + 1)
-        for e1 in o.topics:
-            _w_WritableTxnMarkerTopicResult_1(e1, out, holes)
+        if type(o.topics) is EncodedList:
+            o.topics.encode_into(_w_WritableTxnMarkerTopicResult_1, out, holes)
+        else:
+            for e1 in o.topics:
+                _w_WritableTxnMarkerTopicResult_1(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
@@ -413,8 +428,11 @@ def _w_WriteTxnMarkersResponse_1(o, out, holes):
             out.append(len(o.markers) + 1)
         else:
             write_uvarint(out, len(o.markers) + 1)
-        for e1 in o.markers:
-            _w_WritableTxnMarkerResult_1(e1, out, holes)
+        if type(o.markers) is EncodedList:
+            o.markers.encode_into(_w_WritableTxnMarkerResult_1, out, holes)
+        else:
+            for e1 in o.markers:
+                _w_WritableTxnMarkerResult_1(e1, out, holes)
     write_unknown_tags(out, o.unknown_tags)
 
 
