@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.server.connection import Connection
+from mockbroker.server.connection import STAGING_BYTES, Connection
 from mockbroker.server.dispatch import dispatch
 from mockbroker.state.fetch_sessions import FetchSessionCache
 
@@ -36,13 +36,14 @@ class BrokerServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         max_bytes = self.cluster.config["socket.request.max.bytes"]
+        staging = memoryview(bytearray(STAGING_BYTES))  # shared by this broker's connections
 
         def track(task: asyncio.Future[Any]) -> None:
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
         def factory() -> Connection:
-            conn = Connection(self.node_id, lambda c, f: dispatch(self, c, f), max_bytes,
+            conn = Connection(self.node_id, lambda c, f: dispatch(self, c, f), max_bytes, staging,
                               self.connections.discard, track)
             self.connections.add(conn)
             return conn
