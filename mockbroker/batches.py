@@ -68,8 +68,8 @@ def split_batches(data: memoryview) -> list[memoryview]:
     return out
 
 
-def validate_produce(data: memoryview | None, version: int, policy: Policy) -> list[memoryview]:
-    """Check one partition's records; return v2 batches ready to store (each one buffer)."""
+def validate_produce(data: memoryview | None, version: int, policy: Policy) -> list[tuple[memoryview, Any]]:
+    """Check one partition's records; return v2 batches ready to store (each one buffer), with their headers."""
     if data is None or len(data) == 0:
         raise BatchRejected(ErrorCode.INVALID_RECORD, "produce request carries no record batch for the partition")
     entries = split_batches(data)
@@ -95,7 +95,7 @@ def _legacy_to_v2(data: memoryview) -> list[memoryview]:
     return split_batches(memoryview(converted))
 
 
-def _validate_v2(batch: memoryview, version: int, policy: Policy) -> memoryview:
+def _validate_v2(batch: memoryview, version: int, policy: Policy) -> tuple[memoryview, Any]:
     if len(batch) > policy.max_message_bytes:
         raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
                             f"batch of {len(batch)} bytes exceeds max.message.bytes {policy.max_message_bytes}")
@@ -130,6 +130,8 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy) -> memoryview:
         code = ErrorCode.INVALID_TIMESTAMP if only_timestamps else ErrorCode.INVALID_RECORD
         raise BatchRejected(code, problems[0][1], [RecordError(i, m) for i, m in problems])
     target = _target_codec(policy.compression, header.compression)
+    if target == header.compression and not policy.log_append_time:
+        return batch, header
     if target != header.compression:
         _, records = rec.decode_batch(batch)
         batch = memoryview(rec.build_batch(
@@ -145,7 +147,7 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy) -> memoryview:
         stamped = bytearray(batch)
         rec.set_log_append_time(stamped, 0, policy.now_ms)
         batch = memoryview(stamped)
-    return batch
+    return batch, rec.parse_batch_header(batch)
 
 
 def _target_codec(policy: str, current: int) -> int:
@@ -154,9 +156,10 @@ def _target_codec(policy: str, current: int) -> int:
     return _CODEC_IDS[policy]
 
 
-def stored_batch(batch: memoryview, base_offset: int, leader_epoch: int) -> StoredBatch:
+def stored_batch(batch: memoryview, base_offset: int, leader_epoch: int, header: Any = None) -> StoredBatch:
     """A validated v2 batch placed at ``base_offset``: a fresh prefix, then the producer's bytes."""
-    header = rec.parse_batch_header(batch)
+    if header is None:
+        header = rec.parse_batch_header(batch)
     prefix = _PREFIX.pack(base_offset, len(batch) - 12, leader_epoch)
     return StoredBatch(
         base_offset=base_offset,

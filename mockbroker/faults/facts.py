@@ -8,6 +8,7 @@ partitions (ints, or structs with ``partition_index``/``partition``/``index``) c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from mockbroker.protocol.runtime import EncodedList, Struct
@@ -111,20 +112,42 @@ def request_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
 def error_codes(body: Struct, depth: int = 0) -> list[int]:
     """Every non-zero error code in a response, outermost first."""
     out: list[int] = []
-    code = getattr(body, "error_code", 0)
-    if isinstance(code, int) and code:
-        out.append(code)
-    if depth < 5:
-        for slot in _slots(body):
-            value = getattr(body, slot, None)
-            if type(value) is EncodedList:  # a cached part of a repeated answer: walk it once
-                key = ("error_codes", depth)
-                if key not in value.derived:
-                    value.derived[key] = [c for item in value for c in error_codes(item, depth + 1)]
-                out.extend(value.derived[key])
-            elif isinstance(value, list) and value and isinstance(value[0], Struct):
-                for item in value:
-                    out.extend(error_codes(item, depth + 1))
-            elif isinstance(value, Struct):
-                out.extend(error_codes(value, depth + 1))
+    _codes_into(body, out, depth)
     return out
+
+
+@cache
+def _code_plan(cls: type) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+    """(has an error_code, attributes holding struct arrays, attributes holding structs) of a class."""
+    fields = getattr(cls, "FIELDS", ())
+    arrays = tuple(f.attr for f in fields
+                   if f.kind == "array" and isinstance(f.element, type) and issubclass(f.element, Struct))
+    return any(f.attr == "error_code" for f in fields), arrays, tuple(f.attr for f in fields if f.kind == "struct")
+
+
+def _codes_into(body: Any, out: list[int], depth: int) -> None:
+    has_code, arrays, structs = _code_plan(type(body))
+    if has_code:
+        code = body.error_code
+        if isinstance(code, int) and code:
+            out.append(code)
+    if depth >= 5:
+        return
+    for attr in arrays:
+        value = getattr(body, attr, None)
+        if not value:
+            continue
+        if type(value) is EncodedList:  # a cached part of a repeated answer: walk it once
+            key = ("error_codes", depth)
+            if key not in value.derived:
+                value.derived[key] = found = []
+                for item in value:
+                    _codes_into(item, found, depth + 1)
+            out.extend(value.derived[key])
+        else:
+            for item in value:
+                _codes_into(item, out, depth + 1)
+    for attr in structs:
+        value = getattr(body, attr, None)
+        if value is not None:
+            _codes_into(value, out, depth + 1)

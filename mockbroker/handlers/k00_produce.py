@@ -30,7 +30,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mockbroker import records as rec
 from mockbroker.batches import BatchRejected, Policy, stored_batch, validate_produce
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import NO_RESPONSE, register
@@ -62,12 +61,12 @@ def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any) -> tuple[int, in
     batches = validate_produce(data, ctx.api_version, policy)
     append_time = policy.now_ms if policy.log_append_time else -1
     if len(batches) == 1:
-        header = rec.parse_batch_header(batches[0])
+        batch, header = batches[0]
         if header.producer_id >= 0:
-            return _append_idempotent(ctx, topic, log, batches[0], header), append_time
+            return _append_idempotent(ctx, topic, log, batch, header), append_time
     first = log.next_offset
-    for batch in batches:
-        log.append(stored_batch(batch, log.next_offset, log.leader_epoch))
+    for batch, header in batches:
+        log.append(stored_batch(batch, log.next_offset, log.leader_epoch, header))
     return first, append_time
 
 
@@ -84,7 +83,7 @@ def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryvie
     producers.check_append(pid, epoch, first_seq, transactional, f"{topic.name}-{log.index}")
     if transactional:
         ctx.cluster.transactions.check_produce(pid, epoch, topic.name, log.index, ctx.api_version >= 12)
-    stored = stored_batch(batch, log.next_offset, log.leader_epoch)
+    stored = stored_batch(batch, log.next_offset, log.leader_epoch, header)
     producers.record_append(pid, epoch, first_seq, last_seq, stored.base_offset, stored.last_offset,
                             header.max_timestamp, ctx.cluster.clock.now_ms(), transactional)
     log.append(stored)
