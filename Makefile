@@ -9,7 +9,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py mockbroker/records/_speedups.c | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	$(BIN)/python -m compileall -q mockbroker >/dev/null  # bytecode for fast starts, even with PYTHONDONTWRITEBYTECODE
 	touch $@
@@ -28,11 +28,11 @@ lint: $(VENV)/.installed
 generate: $(VENV)/.installed
 	$(BIN)/python tools/gen_protocol.py
 
+# every load against mockbroker, librdkafka's mock and Tansu; rewrites README's table and bench/results.png
 bench: $(VENV)/.installed
 	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python -m bench.suite
 	$(BIN)/python bench/codec_bench.py
-	$(BIN)/python bench/peers_bench.py
-	$(BIN)/python bench/group_join_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

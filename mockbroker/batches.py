@@ -166,7 +166,7 @@ def stored_batch(batch: memoryview, base_offset: int, leader_epoch: int, header:
         last_offset=base_offset + header.last_offset_delta,
         max_timestamp=header.max_timestamp,
         size=len(batch),
-        buffers=[prefix, batch[16:]],
+        buffers=(prefix, batch[16:]),
         producer_id=header.producer_id,
         is_transactional=header.is_transactional,
         is_control=header.is_control,

@@ -157,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return scenario_cli.main(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from mockbroker.server import collector
+
+    collector.install()  # this process is the broker's own: keep the cycle collector's pauses short
     try:
         import uvloop
 

@@ -66,7 +66,9 @@ def test_dockerfile_is_clean() -> None:
 
 
 def test_image_shape() -> None:
-    assert one("FROM").startswith("python:3.11-slim")
+    stages = [rest for word, rest in instructions() if word == "FROM"]
+    assert stages == ["python:3.11 AS build", "python:3.11-slim"]  # C extension built, slim image served
+    assert any(word == "COPY" and rest.startswith("--from=build /wheels") for word, rest in instructions())
     user = one("USER").split(":")[0]
     assert user.isdigit() and int(user) != 0  # non-root, numeric so Kubernetes can check it
     exposed = one("EXPOSE").split()

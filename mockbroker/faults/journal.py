@@ -12,7 +12,6 @@ import json
 import threading
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mockbroker.protocol.errors import error_name
@@ -20,26 +19,84 @@ from mockbroker.protocol.errors import error_name
 DEFAULT_MAX_ENTRIES = 10_000
 
 
-@dataclass(slots=True)
 class JournalEntry:
-    seq: int
-    time_ms: int
-    broker: int
-    connection: str
-    client_id: str | None
-    client_software: str | None
-    api: str
-    api_key: int
-    version: int
-    correlation_id: int
-    latency_ms: float = -1.0
-    about: dict[str, Any] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    faults: list[int] = field(default_factory=list)
-    outcome: str = "pending"  # answered, no response (acks=0), closed, pending
+    """One request.  Kept free of mutable containers (``about``, ``errors`` and ``faults`` are stored as
+    tuples and built on access) so ten thousand entries add ten thousand objects, not sixty thousand, to
+    what Python's cycle collector walks: its full passes are the broker's longest pauses."""
+
+    __slots__ = ("_about", "_errors", "_faults", "api", "api_key", "broker", "client_id", "client_software",
+                 "connection", "correlation_id", "latency_ms", "outcome", "seq", "time_ms", "version")
+
+    def __init__(self, seq: int, time_ms: int, broker: int, connection: str, client_id: str | None,
+                 client_software: str | None, api: str, api_key: int, version: int, correlation_id: int,
+                 latency_ms: float = -1.0, about: Any = None, errors: Iterable[str] = (),
+                 faults: Iterable[int] = (), outcome: str = "pending") -> None:
+        self.seq = seq
+        self.time_ms = time_ms
+        self.broker = broker
+        self.connection = connection
+        self.client_id = client_id
+        self.client_software = client_software
+        self.api = api
+        self.api_key = api_key
+        self.version = version
+        self.correlation_id = correlation_id
+        self.latency_ms = latency_ms
+        self._about = _freeze(about or {})
+        self._errors = tuple(errors)
+        self._faults = tuple(faults)
+        self.outcome = outcome  # answered, no response (acks=0), closed, pending
+
+    @property
+    def about(self) -> dict[str, Any]:
+        """What the request was about: {"topics": {name: [partitions]}, "groups": [...], "transactional_id"}."""
+        return _thaw(self._about)  # type: ignore[no-any-return]
+
+    @property
+    def errors(self) -> list[str]:
+        return list(self._errors)
+
+    @errors.setter
+    def errors(self, names: Iterable[str]) -> None:
+        self._errors = tuple(names)
+
+    @property
+    def faults(self) -> list[int]:
+        return list(self._faults)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"seq": self.seq, "time_ms": self.time_ms, "broker": self.broker, "connection": self.connection,
+                "client_id": self.client_id, "client_software": self.client_software, "api": self.api,
+                "api_key": self.api_key, "version": self.version, "correlation_id": self.correlation_id,
+                "latency_ms": self.latency_ms, "about": self.about, "errors": self.errors, "faults": self.faults,
+                "outcome": self.outcome}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JournalEntry) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"JournalEntry({self.to_dict()!r})"
+
+
+def _freeze(value: Any) -> Any:
+    """Nested dicts and lists as tuples (("d", ((key, value), ...)) for dicts) that hold no containers
+    the cycle collector keeps tracking."""
+    if isinstance(value, dict):
+        return ("d", tuple((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple, set)):
+        return ("l", tuple(_freeze(v) for v in value))
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        kind, items = value
+        if kind == "d":
+            return {k: _thaw(v) for k, v in items}
+        return [_thaw(v) for v in items]
+    return value
 
 
 class Journal:
@@ -60,7 +117,7 @@ class Journal:
     def finish(entry: JournalEntry, latency_ms: float, outcome: str, codes: Iterable[int] = ()) -> None:
         entry.latency_ms = round(latency_ms, 3)
         entry.outcome = outcome
-        entry.errors = [error_name(c) for c in codes]
+        entry.errors = tuple(error_name(c) for c in codes)
 
     def entries(self, api: str | int | None = None, client_id: str | None = None, broker: int | None = None,
                 since_seq: int = 0, errors_only: bool = False) -> list[JournalEntry]:

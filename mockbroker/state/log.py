@@ -23,7 +23,7 @@ class StoredBatch:
     last_offset: int
     max_timestamp: int
     size: int
-    buffers: list[Any]  # what goes on the wire, in order
+    buffers: tuple[Any, ...]  # what goes on the wire, in order
     producer_id: int = -1
     is_transactional: bool = False
     is_control: bool = False
@@ -89,7 +89,7 @@ class PartitionLog:
         offset = self.next_offset
         data = rec.build_control_batch(commit, producer_id, producer_epoch, offset, now_ms, coordinator_epoch,
                                        self.leader_epoch)
-        batch = StoredBatch(offset, offset, now_ms, len(data), [data], producer_id, True, True)
+        batch = StoredBatch(offset, offset, now_ms, len(data), (data,), producer_id, True, True)
         self.producers.record_marker(producer_id, producer_epoch, coordinator_epoch, commit, offset, now_ms)
         self.append(batch)
         return batch

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.clients, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def tansu() -> Iterator[Any]:
-    from bench.peers_bench import start_tansu
+    from bench.peers import start_tansu
 
     try:
         peer = start_tansu()

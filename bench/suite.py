@@ -1,0 +1,230 @@
+"""`make bench`: every load against mockbroker and its peers in one run, side by side.
+
+    python -m bench.suite [--repeat 3] [--quick] [--no-readme] [--brokers NAME,...]
+
+Brokers: mockbroker, mockbroker with the C extension off (MOCKBROKER_PURE_PYTHON=1, to show what the
+strict record checks cost without it), librdkafka's mock cluster and Tansu (bench/peers.py).  Each row
+is the median over --repeat runs; the ratio columns are mockbroker's cost divided by the peer's (time,
+or 1/rate for MB/s rows), so <= 1.00 means mockbroker is at least as fast.  Results go to
+bench/results.json; the README table between its bench markers and the chart bench/results.png are
+regenerated from them (bench/report.py).  --quick runs tiny loads once and touches no files (CI uses it
+to prove the benchmark still runs); its numbers mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import loads
+from bench.peers import PEERS, Peer, raise_fd_limit, start_mockbroker
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool = False
+    throughput: bool = True
+
+
+ROWS = (
+    Row("c100k_produce", "confluent-kafka 100k x 100 B, 4 partitions: produce", "s"),
+    Row("c100k_consume", "confluent-kafka 100k x 100 B, 4 partitions: consume", "s"),
+    Row("aio100k_produce", "aiokafka 100k x 100 B, 4 partitions: produce", "s"),
+    Row("aio100k_consume", "aiokafka 100k x 100 B, 4 partitions: consume", "s"),
+    Row("c1m_produce", "confluent-kafka 1M x 100 B, 16 partitions, lz4: produce", "s"),
+    Row("c1m_consume", "confluent-kafka 1M x 100 B, 16 partitions, lz4: consume", "s"),
+    Row("big_produce", "1 MiB messages: produce", "MB/s", higher_is_better=True),
+    Row("big_consume", "1 MiB messages: consume", "MB/s", higher_is_better=True),
+    Row("raw_fetch", "1 MiB batches: raw Fetch answers", "GB/s", higher_is_better=True),
+    Row("lat_p50", "produce latency p50, acks=all, 1,000/s", "ms", throughput=False),
+    Row("lat_p99", "produce latency p99, acks=all, 1,000/s", "ms", throughput=False),
+    Row("start", "process start to first Metadata answer", "ms", throughput=False),
+    Row("join1", "group join, 1 member (classic)", "s", throughput=False),
+    Row("join3", "group join, 3 members (classic)", "s", throughput=False),
+    Row("meta10k", "Metadata for 10k partitions (100 x 100)", "ms", throughput=False),
+    Row("rss_per_mb", "RSS growth per stored MB", "MB/MB", throughput=False),
+    Row("rss_conn", "RSS per idle connection (1,000 open)", "KiB", throughput=False),
+)
+BROKERS: tuple[tuple[str, Callable[[], Peer]], ...] = (
+    PEERS[0],
+    ("mockbroker (pure Python)", lambda: start_mockbroker(pure_python=True)),
+    *PEERS[1:],
+)
+PURE_ROWS = {r.key for r in ROWS if r.throughput} | {"lat_p50", "lat_p99"}
+
+
+@dataclass(frozen=True)
+class Scale:
+    records: int = 100_000
+    big_records: int = 1_000_000
+    large_count: int = 256
+    latency_s: float = 2.0
+    meta_topics: int = 100
+    rss_mib: int = 192
+    connections: int = 1000
+
+
+QUICK = Scale(records=5_000, big_records=20_000, large_count=16, latency_s=0.3, meta_topics=5, rss_mib=8,
+              connections=50)
+
+
+def measure_broker(name: str, start: Callable[[], Peer], scale: Scale, repeat: int,
+                   samples: dict[str, dict[str, list[float]]], failures: dict[str, str]) -> None:
+    def add(key: str, value: float) -> None:
+        samples.setdefault(key, {}).setdefault(name, []).append(value)
+
+    def attempt(what: str, load: Callable[[], None]) -> None:
+        """One load; a failure is reported and the other loads go on."""
+        try:
+            load()
+        except Exception as exc:
+            failures[f"{name}: {what}"] = f"{type(exc).__name__}: {exc}"
+            print(f"{name}: {what} failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+    pure = name.endswith("(pure Python)")
+
+    def pair(a: str, b: str, values: tuple[float, ...]) -> None:
+        add(a, values[0])
+        add(b, values[1])
+
+    def one_round(i: int) -> None:
+        attempt("confluent 100k", lambda: pair("c100k_produce", "c100k_consume", loads.produce_consume(
+            peer, f"c100k-{i}", scale.records, 100, 4)))
+        attempt("aiokafka 100k", lambda: pair("aio100k_produce", "aio100k_consume", loads.aiokafka_produce_consume(
+            peer, f"aio-{i}", scale.records, 100, 4)))
+        attempt("confluent 1M", lambda: pair("c1m_produce", "c1m_consume", loads.produce_consume(
+            peer, f"c1m-{i}", scale.big_records, 100, 16, "lz4")))
+        attempt("1 MiB messages", lambda: large(i))
+        attempt("latency", lambda: pair("lat_p50", "lat_p99", loads.produce_latency(
+            peer, f"lat-{i}", seconds=scale.latency_s)))
+        if not pure:
+            attempt("join 1", lambda: add("join1", loads.group_join(peer, f"join1-{i}", 1)))
+            attempt("join 3", lambda: add("join3", loads.group_join(peer, f"join3-{i}", 3)))
+
+    def large(i: int) -> None:
+        produced, consumed, raw = loads.large_messages(peer, f"big-{i}", scale.large_count,
+                                                       min(64, scale.large_count))
+        add("big_produce", produced)
+        add("big_consume", consumed)
+        add("raw_fetch", raw)
+
+    def metadata() -> None:
+        loads.make_partitions(peer, "meta", scale.meta_topics, 100)
+        add("meta10k", loads.metadata_ms(peer)[0])
+
+    peer = start()
+    try:
+        for i in range(repeat):
+            one_round(i)
+        if not pure:
+            attempt("metadata", metadata)
+    finally:
+        peer.stop()
+    if pure:
+        return
+    peer = start()  # memory on a fresh process
+    try:
+        attempt("idle connections", lambda: add("rss_conn", loads.rss_per_connection(peer, scale.connections)))
+        attempt("stored bytes", lambda: add("rss_per_mb", loads.rss_per_stored_mb(peer, "rss", scale.rss_mib)[0]))
+    finally:
+        peer.stop()
+    for _ in range(repeat):
+        attempt("start", lambda: add("start", loads.start_to_metadata(start)))
+
+
+def medians(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+    return {key: {broker: statistics.median(values) for broker, values in by_broker.items()}
+            for key, by_broker in samples.items()}
+
+
+def ratio(row: Row, ours: float | None, peer: float | None) -> float | None:
+    """mockbroker's cost over the peer's: <= 1.0 means mockbroker is at least as good."""
+    if ours is None or peer is None or ours <= 0 or peer <= 0:
+        return None
+    return peer / ours if row.higher_is_better else ours / peer
+
+
+def print_table(results: dict[str, dict[str, float]], brokers: list[str]) -> None:
+    peers = [b for b in brokers if not b.startswith("mockbroker")]
+    head = f"{'load':58} {'unit':>6} " + " ".join(f"{b[:14]:>14}" for b in brokers)
+    head += " " + " ".join(f"{'mb/' + p[:9]:>12}" for p in peers)
+    print(head)
+    for row in ROWS:
+        values = results.get(row.key, {})
+        cells = " ".join(f"{_fmt(values.get(b)):>14}" for b in brokers)
+        ratios = " ".join(f"{_fmt(ratio(row, values.get('mockbroker'), values.get(p)), 2):>12}" for p in peers)
+        print(f"{row.label:58} {row.unit:>6} {cells} {ratios}")
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}" if digits != 2 else f"{value:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="tiny loads, one run, no files written")
+    ap.add_argument("--no-readme", action="store_true", help="do not rewrite README.md and the chart")
+    ap.add_argument("--brokers", default=None, help="comma-separated subset of: " + ", ".join(n for n, _ in BROKERS))
+    ap.add_argument("--out", type=Path, default=HERE / "results.json")
+    args = ap.parse_args(argv)
+    raise_fd_limit()
+    scale = QUICK if args.quick else Scale()
+    repeat = 1 if args.quick else args.repeat
+    chosen = [b for b in BROKERS if args.brokers is None or b[0] in args.brokers.split(",")]
+    samples: dict[str, dict[str, list[float]]] = {}
+    failed: dict[str, str] = {}
+    began = time.monotonic()
+    for name, start in chosen:
+        print(f"measuring {name} ...", file=sys.stderr, flush=True)
+        try:
+            measure_broker(name, start, scale, repeat, samples, failed)
+        except Exception as exc:  # a peer that cannot run here is reported, not fatal
+            failed[name] = f"{type(exc).__name__}: {exc}"
+            print(f"{name}: not measured ({failed[name]})", file=sys.stderr)
+    results = medians(samples)
+    brokers = [n for n, _ in chosen if any(n in by_broker for by_broker in samples.values())]
+    print(f"\nmedian of {repeat} run(s); mb/peer: mockbroker's cost over the peer's (<= 1.00: at least as fast)")
+    print_table(results, brokers)
+    print(f"\n{time.monotonic() - began:.0f} s", file=sys.stderr)
+    if "mockbroker" not in brokers or any(k.startswith("mockbroker") for k in failed):
+        return 1
+    if args.quick:
+        return 0
+    document: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"), "repeat": repeat, "machine": _machine(),
+        "brokers": brokers, "not_measured": failed, "results": results, "samples": samples,
+    }
+    args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+    if not args.no_readme:
+        from bench import report
+
+        report.write_all(document)
+    return 0
+
+
+def _machine() -> str:
+    import os
+
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
