@@ -69,7 +69,7 @@ class Peer:
     def create_topic(self, topic: str, partitions: int = PARTITIONS) -> None:
         self.create(topic, partitions)
         self.created.add(topic)
-        md = Producer({"bootstrap.servers": self.bootstrap}).list_topics(topic, timeout=10)
+        md = Producer({"bootstrap.servers": self.bootstrap, "log_level": 0}).list_topics(topic, timeout=10)
         got = len(md.topics[topic].partitions)
         if got != partitions:
             raise RuntimeError(f"{self.name}: topic {topic} has {got} partitions, wanted {partitions}")
@@ -118,7 +118,7 @@ def wait_port(port: int, timeout: float = 15) -> None:
 
 
 def _admin_create(bootstrap: str) -> Callable[[str, int], None]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})  # quiet when the broker stops
 
     def create(topic: str, partitions: int) -> None:
         admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)

@@ -1,6 +1,6 @@
 """`make bench`: every load against mockbroker and its peers in one run, side by side.
 
-    python -m bench.suite [--repeat 3] [--quick] [--no-readme] [--brokers NAME,...]
+    python -m bench.suite [--repeat 5] [--quick] [--no-readme] [--brokers NAME,...]
 
 Brokers: mockbroker, mockbroker with the C extension off (MOCKBROKER_PURE_PYTHON=1, to show what the
 strict record checks cost without it), librdkafka's mock cluster and Tansu (bench/peers.py).  Each row
@@ -81,71 +81,98 @@ QUICK = Scale(records=5_000, big_records=20_000, large_count=16, latency_s=0.3, 
               connections=50)
 
 
-def measure_broker(name: str, start: Callable[[], Peer], scale: Scale, repeat: int,
-                   samples: dict[str, dict[str, list[float]]], failures: dict[str, str]) -> None:
-    def add(key: str, value: float) -> None:
-        samples.setdefault(key, {}).setdefault(name, []).append(value)
+Samples = dict[str, dict[str, list[float]]]
 
-    def attempt(what: str, load: Callable[[], None]) -> None:
-        """One load; a failure is reported and the other loads go on."""
+
+class Recorder:
+    """Collects samples per row and broker; a load that fails is reported and the others go on."""
+
+    def __init__(self) -> None:
+        self.samples: Samples = {}
+        self.failures: dict[str, str] = {}
+
+    def add(self, broker: str, key: str, value: float) -> None:
+        self.samples.setdefault(key, {}).setdefault(broker, []).append(value)
+
+    def attempt(self, broker: str, what: str, keys: tuple[str, ...], load: Callable[[], Any]) -> None:
         try:
-            load()
+            values = load()
         except Exception as exc:
-            failures[f"{name}: {what}"] = f"{type(exc).__name__}: {exc}"
-            print(f"{name}: {what} failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+            self.failures[f"{broker}: {what}"] = f"{type(exc).__name__}: {exc}"
+            print(f"{broker}: {what} failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return
+        for key, value in zip(keys, values if isinstance(values, tuple) else (values,), strict=False):
+            self.add(broker, key, value)
 
-    pure = name.endswith("(pure Python)")
 
-    def pair(a: str, b: str, values: tuple[float, ...]) -> None:
-        add(a, values[0])
-        add(b, values[1])
+def round_loads(scale: Scale, i: int) -> list[tuple[str, tuple[str, ...], Callable[[Peer], Any]]]:
+    """The loads of one repetition: (name, the rows it fills, the load)."""
+    return [
+        ("confluent 100k", ("c100k_produce", "c100k_consume"),
+         lambda peer: loads.produce_consume(peer, f"c100k-{i}", scale.records, 100, 4)),
+        ("aiokafka 100k", ("aio100k_produce", "aio100k_consume"),
+         lambda peer: loads.aiokafka_produce_consume(peer, f"aio-{i}", scale.records, 100, 4)),
+        ("confluent 1M", ("c1m_produce", "c1m_consume"),
+         lambda peer: loads.produce_consume(peer, f"c1m-{i}", scale.big_records, 100, 16, "lz4")),
+        ("1 MiB messages", ("big_produce", "big_consume", "raw_fetch"),
+         lambda peer: loads.large_messages(peer, f"big-{i}", scale.large_count, min(64, scale.large_count))),
+        ("latency", ("lat_p50", "lat_p99"),
+         lambda peer: loads.produce_latency(peer, f"lat-{i}", seconds=scale.latency_s)),
+        ("join 1", ("join1",), lambda peer: loads.group_join(peer, f"join1-{i}", 1)),
+        ("join 3", ("join3",), lambda peer: loads.group_join(peer, f"join3-{i}", 3)),
+    ]
 
-    def one_round(i: int) -> None:
-        attempt("confluent 100k", lambda: pair("c100k_produce", "c100k_consume", loads.produce_consume(
-            peer, f"c100k-{i}", scale.records, 100, 4)))
-        attempt("aiokafka 100k", lambda: pair("aio100k_produce", "aio100k_consume", loads.aiokafka_produce_consume(
-            peer, f"aio-{i}", scale.records, 100, 4)))
-        attempt("confluent 1M", lambda: pair("c1m_produce", "c1m_consume", loads.produce_consume(
-            peer, f"c1m-{i}", scale.big_records, 100, 16, "lz4")))
-        attempt("1 MiB messages", lambda: large(i))
-        attempt("latency", lambda: pair("lat_p50", "lat_p99", loads.produce_latency(
-            peer, f"lat-{i}", seconds=scale.latency_s)))
-        if not pure:
-            attempt("join 1", lambda: add("join1", loads.group_join(peer, f"join1-{i}", 1)))
-            attempt("join 3", lambda: add("join3", loads.group_join(peer, f"join3-{i}", 3)))
 
-    def large(i: int) -> None:
-        produced, consumed, raw = loads.large_messages(peer, f"big-{i}", scale.large_count,
-                                                       min(64, scale.large_count))
-        add("big_produce", produced)
-        add("big_consume", consumed)
-        add("raw_fetch", raw)
-
-    def metadata() -> None:
-        loads.make_partitions(peer, "meta", scale.meta_topics, 100)
-        add("meta10k", loads.metadata_ms(peer)[0])
-
-    peer = start()
+def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: int, rec: Recorder) -> None:
+    """All brokers run at once (idle ones cost nothing) and take each load in turn, repetition by
+    repetition, so a slow spell on the machine hits every broker alike.  Memory and start time are
+    measured afterwards on fresh processes."""
+    running: dict[str, Peer] = {}
     try:
+        for name, start in chosen:
+            try:
+                running[name] = start()
+            except Exception as exc:  # a peer that cannot run here is reported, not fatal
+                rec.failures[name] = f"{type(exc).__name__}: {exc}"
+                print(f"{name}: not measured ({rec.failures[name]})", file=sys.stderr)
         for i in range(repeat):
-            one_round(i)
-        if not pure:
-            attempt("metadata", metadata)
+            print(f"repetition {i + 1} of {repeat} ...", file=sys.stderr, flush=True)
+            for what, keys, load in round_loads(scale, i):
+                for name, peer in running.items():
+                    if not _measures(name, keys[0]):
+                        continue
+                    rec.attempt(name, what, keys, lambda peer=peer, load=load: load(peer))
+        for name, peer in running.items():
+            if _measures(name, "meta10k"):
+                rec.attempt(name, "metadata", ("meta10k",), lambda peer=peer: _metadata(peer, scale))
     finally:
-        peer.stop()
-    if pure:
-        return
-    peer = start()  # memory on a fresh process
-    try:
-        attempt("idle connections", lambda: add("rss_conn", loads.rss_per_connection(peer, scale.connections)))
-        attempt("stored bytes", lambda: add("rss_per_mb", loads.rss_per_stored_mb(peer, "rss", scale.rss_mib)[0]))
-    finally:
-        peer.stop()
-    for _ in range(repeat):
-        attempt("start", lambda: add("start", loads.start_to_metadata(start)))
+        for peer in running.values():
+            peer.stop()
+    for name, start in chosen:
+        if name not in running or not _measures(name, "rss_conn"):
+            continue
+        peer = start()  # memory on a fresh process
+        try:
+            rec.attempt(name, "idle connections", ("rss_conn",),
+                        lambda peer=peer: loads.rss_per_connection(peer, scale.connections))
+            rec.attempt(name, "stored bytes", ("rss_per_mb",),
+                        lambda peer=peer: loads.rss_per_stored_mb(peer, "rss", scale.rss_mib)[0])
+        finally:
+            peer.stop()
+        for _ in range(repeat):
+            rec.attempt(name, "start", ("start",), lambda start=start: loads.start_to_metadata(start))
 
 
-def medians(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+def _measures(broker: str, key: str) -> bool:
+    return not broker.endswith("(pure Python)") or key in PURE_ROWS
+
+
+def _metadata(peer: Peer, scale: Scale) -> float:
+    loads.make_partitions(peer, "meta", scale.meta_topics, 100)
+    return loads.metadata_ms(peer)[0]
+
+
+def medians(samples: Samples) -> dict[str, dict[str, float]]:
     return {key: {broker: statistics.median(values) for broker, values in by_broker.items()}
             for key, by_broker in samples.items()}
 
@@ -179,7 +206,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="tiny loads, one run, no files written")
     ap.add_argument("--no-readme", action="store_true", help="do not rewrite README.md and the chart")
     ap.add_argument("--brokers", default=None, help="comma-separated subset of: " + ", ".join(n for n, _ in BROKERS))
@@ -189,16 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     scale = QUICK if args.quick else Scale()
     repeat = 1 if args.quick else args.repeat
     chosen = [b for b in BROKERS if args.brokers is None or b[0] in args.brokers.split(",")]
-    samples: dict[str, dict[str, list[float]]] = {}
-    failed: dict[str, str] = {}
+    rec = Recorder()
     began = time.monotonic()
-    for name, start in chosen:
-        print(f"measuring {name} ...", file=sys.stderr, flush=True)
-        try:
-            measure_broker(name, start, scale, repeat, samples, failed)
-        except Exception as exc:  # a peer that cannot run here is reported, not fatal
-            failed[name] = f"{type(exc).__name__}: {exc}"
-            print(f"{name}: not measured ({failed[name]})", file=sys.stderr)
+    measure(chosen, scale, repeat, rec)
+    samples, failed = rec.samples, rec.failures
     results = medians(samples)
     brokers = [n for n, _ in chosen if any(n in by_broker for by_broker in samples.values())]
     print(f"\nmedian of {repeat} run(s); mb/peer: mockbroker's cost over the peer's (<= 1.00: at least as fast)")

@@ -2,8 +2,9 @@
 
 Behavior:
 - Whole stored batches from the one holding fetch_offset, within partition_max_bytes and the
-  request's max_bytes (v3+); the first batch of the first non-empty partition is returned even when
-  larger, as Kafka does. Stored batches go to the socket as they are (a list of buffers).
+  request's max_bytes capped by the broker's `fetch.max.bytes` (v3+, as Kafka); the first batch of
+  the first non-empty partition is returned even when larger, as Kafka does. Stored batches go to the
+  socket as they are (a list of buffers).
 - min_bytes / max_wait_ms long-poll: the answer waits until enough bytes arrive (woken by appends)
   or the wait ends.
 - Errors per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER,
@@ -139,7 +140,8 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
 
 
 def _collect(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[tuple[Wanted, Any]], int, bool]:
-    budget = req.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    # Kafka caps the request's max_bytes with the broker's fetch.max.bytes (KIP-541)
+    budget = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"]) if ctx.api_version >= 3 else 2**31 - 1
     isolation = req.isolation_level if ctx.api_version >= 4 else 0
     out = []
     total = 0
