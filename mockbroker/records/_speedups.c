@@ -1,5 +1,4 @@
-/* Optional C speedups for the produce hot path: a yes/no check of the records of a v2 batch, and
-   buffers for large request frames that skip the zero fill.
+/* Optional C speedups for the produce hot path: a yes/no check of the records of a v2 batch.
 
    records_ok(buffer, pos, end, count, base_timestamp, min_timestamp, max_timestamp, check_timestamps,
               need_keys) -> bool
@@ -105,24 +104,10 @@ static PyObject *records_ok(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
-/* bytearray(n) without the zero fill: the server reads a large request frame into it at once, so the
-   fill is a wasted pass over fresh pages.  Never handed out before it is filled. */
-static PyObject *uninitialized_bytearray(PyObject *self, PyObject *arg) {
-    Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred()) return NULL;
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "negative size");
-        return NULL;
-    }
-    return PyByteArray_FromStringAndSize(NULL, n);
-}
-
 static PyMethodDef methods[] = {
     {"records_ok", records_ok, METH_VARARGS,
      "records_ok(buffer, pos, end, count, base_ts, min_ts, max_ts, check_ts, need_keys) -> bool\n"
      "True when the v2 records in buffer[pos:end] pass every check check_records makes."},
-    {"uninitialized_bytearray", uninitialized_bytearray, METH_O,
-     "uninitialized_bytearray(n) -> bytearray of n bytes whose contents are whatever memory held"},
     {NULL, NULL, 0, NULL},
 };
 

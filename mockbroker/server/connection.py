@@ -25,10 +25,6 @@ from typing import Any
 
 log = logging.getLogger("mockbroker.server")
 
-try:  # the optional C extension skips the zero fill of a buffer that is about to be overwritten
-    from mockbroker.records._speedups import uninitialized_bytearray as frame_buffer
-except ImportError:
-    frame_buffer = bytearray
 
 _SIZE = struct.Struct(">i")
 MAX_QUEUED_FRAMES = 64
@@ -135,7 +131,7 @@ class Connection(asyncio.BufferedProtocol):
                 pos += 4 + size
                 continue
             if size > LARGE_FRAME:
-                self._frame = frame_buffer(size)
+                self._frame = bytearray(size)  # zero-filled: the pages fault in here, not inside recv
                 self._frame_view = memoryview(self._frame)
                 self._filled = end - pos - 4
                 self._frame_view[: self._filled] = view[pos + 4 : end]

@@ -228,3 +228,17 @@ def test_topic_ids_in_produce_v13_and_fetch_v13(one: MockCluster) -> None:
         assert fetched.responses[0].partitions[0].high_watermark == 2
         missing = c.call(1, 16, fetch_body("", 0, 0, topic_id=b"\x09" * 16)).responses[0].partitions[0]
         assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_ID
+
+
+def test_broker_fetch_max_bytes_caps_the_answer_as_in_kafka() -> None:
+    """The request asks for 1 MiB; the broker's fetch.max.bytes (1,024) wins, but the first batch
+    always comes back whole (as Kafka does), so a consumer never stalls on a large batch."""
+    with MockCluster(brokers=1, topics={"t": 1}, config={"fetch.max.bytes": 1024}) as cluster, \
+            WireClient(cluster.brokers[0].port) as c:
+        for _ in range(4):
+            assert partition_result(c.call(0, 9, produce_body(9, "t", 0, batch(30)))).error_code == 0
+        assert 1024 // 2 < len(batch(30)) <= 1024  # one batch fits the cap, two do not
+        part = c.call(1, 12, fetch_body("t", 0, 0)).responses[0].partitions[0]
+        assert part.high_watermark == 120 and len(list(rec.iter_batches(part.records))) == 1
+        big = c.call(1, 12, fetch_body("t", 0, 0, max_bytes=100)).responses[0].partitions[0]
+        assert len(list(rec.iter_batches(big.records))) == 1  # larger than both limits, still returned
