@@ -42,7 +42,8 @@ class JournalEntry:
         self.version = version
         self.correlation_id = correlation_id
         self.latency_ms = latency_ms
-        self._about = _freeze(about or {})
+        # ``about`` may come already frozen (Facts.frozen(), the hot path) or as a plain dict
+        self._about = about if isinstance(about, tuple) else _freeze(about or {})
         self._errors = tuple(errors)
         self._faults = tuple(faults)
         self.outcome = outcome  # answered, no response (acks=0), closed, pending

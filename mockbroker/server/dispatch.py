@@ -99,7 +99,7 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         entry = journal.start(time_ms=cluster.clock.now_ms(), broker=broker.node_id, connection=conn.peer,
                               client_id=request.client_id, client_software="/".join(software) if software else None,
                               api=name, api_key=api_key, version=version, correlation_id=correlation_id,
-                              about=facts.summary(), faults=[r.id for r in fired])
+                              about=facts.frozen(), faults=[r.id for r in fired])
     started = time.perf_counter()
 
     def finish(body: Any) -> list[Any] | None:

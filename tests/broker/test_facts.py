@@ -1,0 +1,54 @@
+"""What a request is about: the fast paths for Produce and Fetch say exactly what the generic walk says,
+and the journal's frozen form reads back as the summary."""
+
+from __future__ import annotations
+
+import pytest
+
+from mockbroker.faults import facts as facts_module
+from mockbroker.faults.journal import JournalEntry
+from mockbroker.protocol import api
+
+KNOWN_ID = b"\x01" * 16
+TOPICS_BY_ID = {KNOWN_ID: type("T", (), {"name": "by-id"})()}
+
+
+def _produce(version: int) -> object:
+    m = api.request_module(0)
+    return m.ProduceRequest(acks=1, timeout_ms=100, transactional_id="tx" if version >= 3 else None, topic_data=[
+        m.TopicProduceData(name="a" if version < 13 else "", topic_id=KNOWN_ID if version >= 13 else b"\0" * 16,
+                           partition_data=[m.PartitionProduceData(index=i, records=b"") for i in (2, 0)]),
+        m.TopicProduceData(name="b" if version < 13 else "", topic_id=b"\x09" * 16,
+                           partition_data=[m.PartitionProduceData(index=5, records=b"")]),
+        m.TopicProduceData(name="empty", partition_data=[]),
+    ])
+
+
+def _fetch(version: int) -> object:
+    m = api.request_module(1)
+    by_id = version >= 13
+    return m.FetchRequest(topics=[
+        m.FetchTopic(topic="" if by_id else "a", topic_id=KNOWN_ID if by_id else b"\0" * 16,
+                     partitions=[m.FetchPartition(partition=p) for p in (3, 1)]),
+        m.FetchTopic(topic="" if by_id else "c", topic_id=b"\x07" * 16, partitions=[]),
+    ], forgotten_topics_data=[m.ForgottenTopic(topic="" if by_id else "old", topic_id=KNOWN_ID if by_id else b"\0" * 16,
+                                               partitions=[4])] if version >= 7 else [])
+
+
+@pytest.mark.parametrize(("api_key", "make", "versions"),
+                         [(0, _produce, (3, 9, 12, 13)), (1, _fetch, (4, 7, 12, 13, 16))])
+def test_fast_paths_match_the_generic_walk(api_key: int, make: object, versions: tuple[int, ...]) -> None:
+    for version in versions:
+        body = make(version)  # type: ignore[operator]
+        fast = facts_module.request_facts(api_key, body, TOPICS_BY_ID)
+        generic = facts_module.generic_facts(api_key, body, TOPICS_BY_ID)
+        assert fast == generic, version
+        assert fast.topics  # the case is not vacuous
+
+
+def test_frozen_facts_read_back_as_the_summary() -> None:
+    found = facts_module.Facts(topics={"b": {3, 1}, "a": set()}, group_ids={"g2", "g1"}, transactional_id="tx")
+    entry = JournalEntry(1, 0, 0, "c", None, None, "Produce", 0, 9, 1, about=found.frozen())
+    assert entry.about == found.summary() == {"topics": {"a": [], "b": [1, 3]}, "groups": ["g1", "g2"],
+                                              "transactional_id": "tx"}
+    assert JournalEntry(2, 0, 0, "c", None, None, "Fetch", 1, 9, 1, about=found.summary()).about == entry.about
