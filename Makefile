@@ -11,7 +11,8 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml setup.py mockbroker/records/_speedups.c | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
-	$(BIN)/python -m compileall -q mockbroker >/dev/null  # bytecode for fast starts, even with PYTHONDONTWRITEBYTECODE
+	$(BIN)/python -m compileall -q mockbroker bench >/dev/null  # bytecode for fast starts, even with PYTHONDONTWRITEBYTECODE
+	$(BIN)/python -c "from mockbroker.records.check import SPEEDUPS; print('C extension:', 'built' if SPEEDUPS else 'not built: pure Python')"
 	touch $@
 
 run: $(VENV)/.installed
@@ -27,6 +28,7 @@ lint: $(VENV)/.installed
 
 generate: $(VENV)/.installed
 	$(BIN)/python tools/gen_protocol.py
+	$(BIN)/python -m compileall -q mockbroker/protocol >/dev/null
 
 # every load against mockbroker, librdkafka's mock and Tansu; rewrites README's table and bench/results.png
 bench: $(VENV)/.installed

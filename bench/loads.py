@@ -64,13 +64,36 @@ def metadata_all() -> Any:
 
 
 # -- confluent-kafka produce then consume -----------------------------------------------------------
+# Records per batch of the topics consume loads read.  How a producer batches depends on how fast the
+# broker acknowledges (librdkafka sends ~8,000-record batches to the slow-to-ack C mock and ~1,500 to
+# mockbroker under the same load), and fewer, larger batches are quicker to consume: so every broker's
+# consumers read the same layout, written beforehand, not what the timed produce happened to make.
+CONSUME_BATCH = 5000
+
+
 def produce_consume(peer: Peer, topic: str, records: int, size: int, partitions: int,
                     compression: str = "none") -> tuple[float, float]:
-    """Produce ``records`` x ``size`` B round-robin (acks=1, linger 5 ms), then read them back with assign()."""
+    """Produce ``records`` x ``size`` B round-robin (acks=1, linger 5 ms); then read back with assign()
+    the same records written in CONSUME_BATCH-record batches."""
     peer.create_topic(topic, partitions)
+    produce_s = _produce(peer, topic, records, size, partitions,
+                         {"acks": 1, "linger.ms": 5, "compression.type": compression})
+    fill_identical(peer, f"{topic}-read", records, size, partitions, compression)
+    return produce_s, _consume(peer, f"{topic}-read", records, partitions)
+
+
+def fill_identical(peer: Peer, topic: str, records: int, size: int, partitions: int,
+                   compression: str = "none") -> None:
+    """``records`` in batches of CONSUME_BATCH per partition (a long linger fills each batch), untimed."""
+    peer.create_topic(topic, partitions)
+    _produce(peer, topic, records, size, partitions,
+             {"acks": 1, "linger.ms": 10_000, "batch.num.messages": CONSUME_BATCH, "batch.size": 64 * MiB,
+              "queue.buffering.max.messages": max(records, 100_000) * 2, "compression.type": compression})
+
+
+def _produce(peer: Peer, topic: str, records: int, size: int, partitions: int, conf: dict[str, Any]) -> float:
     value = b"x" * size
-    producer = Producer({"bootstrap.servers": peer.bootstrap, "acks": 1, "linger.ms": 5,
-                         "compression.type": compression})
+    producer = Producer({"bootstrap.servers": peer.bootstrap, **conf})
     producer.list_topics(topic, timeout=10)
     start = time.perf_counter()
     for i in range(records):
@@ -82,7 +105,10 @@ def produce_consume(peer: Peer, topic: str, records: int, size: int, partitions:
                 producer.poll(0.005)
     if producer.flush(120) != 0:
         raise RuntimeError(f"{peer.name}: produce did not finish")
-    produce_s = time.perf_counter() - start
+    return time.perf_counter() - start
+
+
+def _consume(peer: Peer, topic: str, records: int, partitions: int) -> float:
     # queued.min.messages above the load: librdkafka otherwise pauses fetching for fetch.queue.backoff.ms
     # (1 s) whenever the app falls behind, which measures the Python loop, not the broker
     consumer = Consumer({"bootstrap.servers": peer.bootstrap, "group.id": "bench", "enable.auto.commit": False,
@@ -94,7 +120,7 @@ def produce_consume(peer: Peer, topic: str, records: int, size: int, partitions:
     consumer.close()
     if got != records:
         raise RuntimeError(f"{peer.name}: consumed {got} of {records}")
-    return produce_s, consume_s
+    return consume_s
 
 
 def _drain(consumer: Consumer, records: int, timeout_s: float = 120) -> int:
@@ -109,7 +135,9 @@ def _drain(consumer: Consumer, records: int, timeout_s: float = 120) -> int:
 
 # -- aiokafka --------------------------------------------------------------------------------------
 def aiokafka_produce_consume(peer: Peer, topic: str, records: int, size: int, partitions: int) -> tuple[float, float]:
+    """As :func:`produce_consume`, with aiokafka (its consumer reads the same identical-layout topic)."""
     peer.create_topic(topic, partitions)
+    fill_identical(peer, f"{topic}-read", records, size, partitions)
     return asyncio.run(_aiokafka(peer, topic, records, size, partitions))
 
 
@@ -132,7 +160,7 @@ async def _aiokafka(peer: Peer, topic: str, records: int, size: int, partitions:
     await consumer.start()
     try:
         start = time.perf_counter()
-        tps = [AioTP(topic, p) for p in range(partitions)]
+        tps = [AioTP(f"{topic}-read", p) for p in range(partitions)]
         consumer.assign(tps)
         for tp in tps:
             consumer.seek(tp, 0)
