@@ -37,7 +37,8 @@ def markdown(doc: dict[str, Any]) -> str:
     peers = [b for b in brokers if not b.startswith("mockbroker")]
     results = doc["results"]
     lines = [
-        f"Measured {doc['date']} on {doc['machine']}; median of {doc['repeat']} runs; "
+        f"Measured {doc['date']} on {doc['machine']}; median of {doc['repeat']} repetitions (two samples each for "
+        "the 100k loads); "
         f"`make bench` regenerates this table and [the chart](bench/results.png).  "
         "The ratio columns are mockbroker's cost over the peer's (time, or 1/rate for MB/s and GB/s rows): "
         "**<= 1.00 means mockbroker is at least as fast**.",
