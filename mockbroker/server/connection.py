@@ -40,6 +40,10 @@ class CloseConnection(Exception):
 
 
 class Connection(asyncio.BufferedProtocol):
+    __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_queue",
+                 "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch",
+                 "max_request_bytes", "on_close", "on_task", "peer", "task", "transport")
+
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
                  on_close: Callable[[Connection], None] | None = None,
                  on_task: Callable[[asyncio.Future[Any]], None] | None = None) -> None:
