@@ -91,8 +91,9 @@ def fill_identical(peer: Peer, topic: str, records: int, size: int, partitions: 
               "queue.buffering.max.messages": max(records, 100_000) * 2, "compression.type": compression})
 
 
-def _produce(peer: Peer, topic: str, records: int, size: int, partitions: int, conf: dict[str, Any]) -> float:
-    value = b"x" * size
+def _produce(peer: Peer, topic: str, records: int, size: int | bytes, partitions: int, conf: dict[str, Any]) -> float:
+    """Seconds to produce ``records`` values (``size`` bytes of x, or the bytes given) round-robin and flush."""
+    value = size if isinstance(size, bytes) else b"x" * size
     producer = Producer({"bootstrap.servers": peer.bootstrap, **conf})
     producer.list_topics(topic, timeout=10)
     start = time.perf_counter()
@@ -313,17 +314,7 @@ def rss_per_stored_mb(peer: Peer, topic: str, mib: int = 192, partitions: int = 
     """(RSS growth / stored MiB, RSS MiB after) producing ``mib`` MiB of 1 KiB records (3 MiB a partition)."""
     peer.create_topic(topic, partitions)
     before = peer.rss_bytes()
-    value = bytes(range(256)) * 4
-    producer = Producer({"bootstrap.servers": peer.bootstrap, "acks": 1, "linger.ms": 5})
-    for i in range(mib * 1024):
-        while True:
-            try:
-                producer.produce(topic, value, partition=i % partitions)
-                break
-            except BufferError:
-                producer.poll(0.005)
-    if producer.flush(120) != 0:
-        raise RuntimeError(f"{peer.name}: produce did not finish")
+    _produce(peer, topic, mib * 1024, bytes(range(256)) * 4, partitions, {"acks": 1, "linger.ms": 5})
     time.sleep(0.5)
     after = peer.rss_bytes()
     return (after - before) / (mib * MiB), after / MiB
