@@ -51,7 +51,7 @@ def _connection(shared: memoryview, seen: list[bytes], limit: int = 10 * 2**20) 
     return conn
 
 
-frame_sizes = st.lists(st.sampled_from([0, 1, 7, 300, LARGE_FRAME, LARGE_FRAME + 1, 200_000, 600_000]),
+frame_sizes = st.lists(st.sampled_from([0, 1, 7, 300, LARGE_FRAME, LARGE_FRAME + 1, 200_000, 600_000, 1_100_000]),
                        min_size=1, max_size=6)
 
 
