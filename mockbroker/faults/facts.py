@@ -129,6 +129,29 @@ def _fetch_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
 _FAST = {0: _produce_facts, 1: _fetch_facts}
 
 
+def _produce_about(body: Any, topics_by_id: dict[bytes, Any]) -> tuple[str, tuple[Any, ...]]:
+    """``_produce_facts(...).frozen()`` built in one go (the journal records one per produce request)."""
+    topics: dict[str, set[int]] = {}
+    for td in body.topic_data:
+        name = _topic_name(td, topics_by_id)
+        if name is not None:
+            topics.setdefault(name, set()).update(pd.index for pd in td.partition_data)
+    items: list[tuple[str, Any]] = []
+    if topics:
+        items.append(("topics", ("d", tuple((t, ("l", tuple(sorted(p)))) for t, p in sorted(topics.items())))))
+    txn = body.transactional_id
+    if isinstance(txn, str) and txn:
+        items.append(("transactional_id", txn))
+    return ("d", tuple(items))
+
+
+def request_about(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> tuple[str, tuple[Any, ...]]:
+    """What the journal records of a request: :meth:`Facts.frozen` of :func:`request_facts`."""
+    if api_key == 0:
+        return _produce_about(body, topics_by_id)
+    return request_facts(api_key, body, topics_by_id).frozen()
+
+
 def request_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> Facts:
     fast = _FAST.get(api_key)
     if fast is not None:
@@ -155,6 +178,17 @@ def generic_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
         if isinstance(txn, str) and txn:
             facts.transactional_id = txn
     return facts
+
+
+def response_error_codes(api_key: int, body: Any) -> list[int]:
+    """:func:`error_codes` of an answer, with Produce and Fetch read directly (the same list: a test checks)."""
+    if api_key == 0:
+        return [p.error_code for t in body.responses for p in t.partition_responses if p.error_code]
+    if api_key == 1:
+        out = [body.error_code] if body.error_code else []
+        out += [p.error_code for t in body.responses for p in t.partitions if p.error_code]
+        return out
+    return error_codes(body)
 
 
 def error_codes(body: Struct, depth: int = 0) -> list[int]:

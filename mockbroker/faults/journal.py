@@ -107,10 +107,19 @@ class Journal:
         self._lock = threading.Lock()
         self.enabled = max_entries > 0
 
-    def start(self, **fields: Any) -> JournalEntry:
+    def start(self, time_ms: int, broker: int, connection: str, client_id: str | None,
+              client_software: str | None, api: str, api_key: int, version: int, correlation_id: int,
+              about: Any, faults: tuple[int, ...]) -> JournalEntry:
+        """A pending entry for a request being handled (``about`` as a dict or already frozen)."""
+        entry = JournalEntry.__new__(JournalEntry)  # the hot path: no keyword parsing or conversions
+        entry.time_ms, entry.broker, entry.connection, entry.client_id = time_ms, broker, connection, client_id
+        entry.client_software, entry.api, entry.api_key, entry.version = client_software, api, api_key, version
+        entry.correlation_id, entry.latency_ms, entry.outcome = correlation_id, -1.0, "pending"
+        entry._about = about if isinstance(about, tuple) else _freeze(about or {})
+        entry._errors, entry._faults = (), faults
         with self._lock:
             self._seq += 1
-            entry = JournalEntry(seq=self._seq, **fields)
+            entry.seq = self._seq
             self._entries.append(entry)
         return entry
 
@@ -118,7 +127,8 @@ class Journal:
     def finish(entry: JournalEntry, latency_ms: float, outcome: str, codes: Iterable[int] = ()) -> None:
         entry.latency_ms = round(latency_ms, 3)
         entry.outcome = outcome
-        entry.errors = tuple(error_name(c) for c in codes)
+        if codes:
+            entry._errors = tuple(error_name(c) for c in codes)
 
     def entries(self, api: str | int | None = None, client_id: str | None = None, broker: int | None = None,
                 since_seq: int = 0, errors_only: bool = False) -> list[JournalEntry]:

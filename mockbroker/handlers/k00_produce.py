@@ -45,15 +45,15 @@ logger = logging.getLogger("mockbroker.produce")
 
 def _policy(ctx: Any, topic: Any) -> Policy:
     cfg = topic.config
-    return Policy(
-        max_message_bytes=cfg["max.message.bytes"],
-        compression=cfg["compression.type"],
-        log_append_time=cfg["message.timestamp.type"] == "LogAppendTime",
-        before_max_ms=cfg["message.timestamp.before.max.ms"],
-        after_max_ms=cfg["message.timestamp.after.max.ms"],
-        now_ms=ctx.cluster.clock.now_ms(),
-        compacted="compact" in cfg["cleanup.policy"],
-    )
+    cached = topic.answer_cache.get("produce policy")
+    if cached is None or cached[0] != cfg.generation:  # read the configs again only after they change
+        cached = topic.answer_cache["produce policy"] = (cfg.generation, (
+            cfg["max.message.bytes"], cfg["compression.type"], cfg["message.timestamp.type"] == "LogAppendTime",
+            cfg["message.timestamp.before.max.ms"], cfg["message.timestamp.after.max.ms"],
+            "compact" in cfg["cleanup.policy"]))
+    max_bytes, compression, log_append, before, after, compacted = cached[1]
+    return Policy(max_message_bytes=max_bytes, compression=compression, log_append_time=log_append,
+                  before_max_ms=before, after_max_ms=after, now_ms=ctx.cluster.clock.now_ms(), compacted=compacted)
 
 
 def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any) -> tuple[int, int]:

@@ -20,7 +20,7 @@ RESP = api.response_module(18)
 @register(18, 0, 4)
 def handle(ctx: Any, req: Any) -> Any:
     if ctx.api_version >= 3:
-        ctx.connection.client_software = (req.client_software_name, req.client_software_version)
+        ctx.connection.client_software = f"{req.client_software_name}/{req.client_software_version}"
     return RESP.ApiVersionsResponse(
         error_code=0,
         api_keys=[RESP.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in api_versions_list()],

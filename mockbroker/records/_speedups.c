@@ -96,9 +96,14 @@ static PyObject *records_ok(PyObject *self, PyObject *args) {
         return NULL;
     int ok = 0;
     if (pos >= 0 && end >= pos && end <= view.len) {
-        Py_BEGIN_ALLOW_THREADS
-        ok = check((const unsigned char *)view.buf, pos, end, count, base_ts, min_ts, max_ts, check_ts, need_keys);
-        Py_END_ALLOW_THREADS
+        const unsigned char *buf = (const unsigned char *)view.buf;
+        if (end - pos < (1 << 20)) { /* handing the GIL over costs more than checking a small batch */
+            ok = check(buf, pos, end, count, base_ts, min_ts, max_ts, check_ts, need_keys);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            ok = check(buf, pos, end, count, base_ts, min_ts, max_ts, check_ts, need_keys);
+            Py_END_ALLOW_THREADS
+        }
     }
     PyBuffer_Release(&view);
     return PyBool_FromLong(ok);

@@ -82,7 +82,7 @@ class Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
         self.closed = False
-        self.client_software: tuple[str, str] | None = None
+        self.client_software: str | None = None  # "name/version" from ApiVersions v3+
 
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

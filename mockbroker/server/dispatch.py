@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults import inject
-from mockbroker.faults.facts import error_codes, request_facts
+from mockbroker.faults.facts import request_about, request_facts, response_error_codes
 from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_list
 from mockbroker.protocol import api
 from mockbroker.server.connection import CloseConnection, Connection
@@ -91,29 +91,31 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         return _hang(conn)
     if not (faults.rules or journal.enabled):
         return _answer(ctx, _call(ctx, handler.fn, request.body), None)
-    facts = request_facts(api_key, request.body, cluster.topics_by_id)
-    fired = faults.fire(api_key, version, broker.node_id, request.client_id, facts) if faults.rules else []
+    fired: list[Any] = []
+    facts = None
+    if faults.rules:
+        facts = request_facts(api_key, request.body, cluster.topics_by_id)
+        fired = faults.fire(api_key, version, broker.node_id, request.client_id, facts)
     entry = None
     if journal.enabled:
-        software = conn.client_software
-        entry = journal.start(time_ms=cluster.clock.now_ms(), broker=broker.node_id, connection=conn.peer,
-                              client_id=request.client_id, client_software="/".join(software) if software else None,
-                              api=name, api_key=api_key, version=version, correlation_id=correlation_id,
-                              about=facts.frozen(), faults=[r.id for r in fired])
+        about = facts.frozen() if facts is not None else request_about(api_key, request.body, cluster.topics_by_id)
+        entry = journal.start(cluster.clock.now_ms(), broker.node_id, conn.peer, request.client_id,
+                              conn.client_software, name, api_key, version, correlation_id, about,
+                              tuple([r.id for r in fired]) if fired else ())
     started = time.perf_counter()
 
     def finish(body: Any) -> list[Any] | None:
         if entry is not None:
             outcome = "no response" if body is NO_RESPONSE else "answered"
             journal.finish(entry, (time.perf_counter() - started) * 1000, outcome,
-                           () if body is NO_RESPONSE else error_codes(body))
+                           () if body is NO_RESPONSE else response_error_codes(api_key, body))
         if body is NO_RESPONSE:
             return None
         return api.encode_response(api_key, version, correlation_id, body)
 
     try:
         if fired:
-            return inject.run(ctx, request.body, fired, facts, lambda b: _call(ctx, handler.fn, b), finish)
+            return inject.run(ctx, request.body, fired, facts, lambda b: _call(ctx, handler.fn, b), finish)  # type: ignore[arg-type]
         return _answer(ctx, _call(ctx, handler.fn, request.body), finish)
     except CloseConnection:
         if entry is not None:

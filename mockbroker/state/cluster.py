@@ -65,7 +65,8 @@ class Topic:
     config: TopicConfig
     is_internal: bool = False
     replication_factor: int = 1
-    # encoded answers about this topic that handlers keep between requests (opaque here; gone with the topic)
+    # what handlers keep between requests about this topic: encoded answers, settings read from its configs
+    # (opaque here; gone with the topic)
     answer_cache: dict[str, Any] = field(default_factory=dict)
 
 

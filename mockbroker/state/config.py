@@ -88,6 +88,7 @@ class BrokerConfig:
 
     def __init__(self, overrides: Mapping[str, Any] | None = None) -> None:
         self.values: dict[str, Any] = {k: d for k, (d, _t) in BROKER_DEFAULTS.items()}
+        self.generation = 0  # counts changes, so derived settings can be cached (change values through set)
         for key, value in (overrides or {}).items():
             self.set(key, value)
 
@@ -96,6 +97,7 @@ class BrokerConfig:
         converted = _convert(key, value, kind)
         _check(key, converted)
         self.values[key] = converted
+        self.generation += 1
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -110,8 +112,14 @@ class TopicConfig:
     def __init__(self, broker: BrokerConfig, overrides: Mapping[str, Any] | None = None) -> None:
         self.broker = broker
         self.overrides: dict[str, Any] = {}
+        self._generation = 0
         for key, value in (overrides or {}).items():
             self.set(key, value)
+
+    @property
+    def generation(self) -> tuple[int, int]:
+        """Changes so far to this topic's overrides and to the broker's settings (through set)."""
+        return self._generation, self.broker.generation
 
     def set(self, key: str, value: Any) -> None:
         broker_key = TOPIC_TO_BROKER.get(key)
@@ -119,6 +127,7 @@ class TopicConfig:
         converted = _convert(key, value, kind)
         _check(key, converted)
         self.overrides[key] = converted
+        self._generation += 1
 
     def __getitem__(self, key: str) -> Any:
         if key in self.overrides:

@@ -52,3 +52,25 @@ def test_frozen_facts_read_back_as_the_summary() -> None:
     assert entry.about == found.summary() == {"topics": {"a": [], "b": [1, 3]}, "groups": ["g1", "g2"],
                                               "transactional_id": "tx"}
     assert JournalEntry(2, 0, 0, "c", None, None, "Fetch", 1, 9, 1, about=found.summary()).about == entry.about
+
+
+@pytest.mark.parametrize("version", [3, 9, 12, 13])
+def test_journal_about_of_a_produce_is_the_frozen_facts(version: int) -> None:
+    body = _produce(version)
+    assert facts_module.request_about(0, body, TOPICS_BY_ID) == \
+        facts_module.generic_facts(0, body, TOPICS_BY_ID).frozen()
+
+
+def test_response_error_codes_match_the_generic_walk() -> None:
+    r0, r1 = api.response_module(0), api.response_module(1)
+    produce = r0.ProduceResponse(responses=[
+        r0.TopicProduceResponse(name="a", partition_responses=[r0.PartitionProduceResponse(index=0, error_code=6),
+                                                               r0.PartitionProduceResponse(index=1)]),
+        r0.TopicProduceResponse(name="b", partition_responses=[r0.PartitionProduceResponse(index=0, error_code=87)]),
+    ])
+    fetch = r1.FetchResponse(error_code=0, responses=[r1.FetchableTopicResponse(topic="a", partitions=[
+        r1.PartitionData(partition_index=0, error_code=1), r1.PartitionData(partition_index=1, error_code=74)])])
+    fetch_error = r1.FetchResponse(error_code=70, responses=[])
+    for api_key, body in ((0, produce), (1, fetch), (1, fetch_error), (1, r1.FetchResponse())):
+        assert facts_module.response_error_codes(api_key, body) == facts_module.error_codes(body)
+    assert facts_module.response_error_codes(0, produce) == [6, 87]

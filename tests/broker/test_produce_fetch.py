@@ -242,3 +242,17 @@ def test_broker_fetch_max_bytes_caps_the_answer_as_in_kafka() -> None:
         assert part.high_watermark == 120 and len(list(rec.iter_batches(part.records))) == 1
         big = c.call(1, 12, fetch_body("t", 0, 0, max_bytes=100)).responses[0].partitions[0]
         assert len(list(rec.iter_batches(big.records))) == 1  # larger than both limits, still returned
+
+
+def test_config_changes_apply_to_the_next_produce(one: MockCluster) -> None:
+    """Produce keeps what it reads from a topic's configs until they change; a change applies at once."""
+    one.create_topic("flip", 1)
+    with WireClient(one.brokers[0].port) as c:
+        first = partition_result(c.call(0, 9, produce_body(9, "flip", 0, batch(1))))
+        assert first.error_code == 0 and first.log_append_time_ms == -1
+        one.call(one.state.topics["flip"].config.set, "message.timestamp.type", "LogAppendTime")
+        second = partition_result(c.call(0, 9, produce_body(9, "flip", 0, batch(1))))
+        assert second.log_append_time_ms >= NOW
+        one.call(one.state.config.set, "message.max.bytes", 100)  # the topic falls back to the broker's
+        third = partition_result(c.call(0, 9, produce_body(9, "flip", 0, batch(3))))
+        assert third.error_code == ErrorCode.MESSAGE_TOO_LARGE
