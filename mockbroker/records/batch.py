@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-
-from crc32c import crc32c
 
 from mockbroker.codec_errors import (
     CorruptRecordError,
@@ -36,6 +34,19 @@ from mockbroker.codec_errors import (
 )
 from mockbroker.records.compression import DEFAULT_MAX_SIZE, NONE, ZSTD, compress, decompress
 from mockbroker.records.record import Record, decode_records, encode_record
+
+_crc32c: Callable[[Buffer], int] | None = None
+
+
+def crc32c(data: Buffer) -> int:
+    """CRC-32C (the crc32c package, hardware where the CPU has it), imported on first use: its import
+    pulls in importlib.metadata, ~17 ms of a broker's ~100 ms start."""
+    global _crc32c
+    if _crc32c is None:
+        from crc32c import crc32c as hardware
+
+        _crc32c = hardware
+    return _crc32c(data)
 
 __all__ = [
     "HEADER_SIZE",
