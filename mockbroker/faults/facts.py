@@ -129,29 +129,6 @@ def _fetch_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
 _FAST = {0: _produce_facts, 1: _fetch_facts}
 
 
-def _produce_about(body: Any, topics_by_id: dict[bytes, Any]) -> tuple[str, tuple[Any, ...]]:
-    """``_produce_facts(...).frozen()`` built in one go (the journal records one per produce request)."""
-    topics: dict[str, set[int]] = {}
-    for td in body.topic_data:
-        name = _topic_name(td, topics_by_id)
-        if name is not None:
-            topics.setdefault(name, set()).update(pd.index for pd in td.partition_data)
-    items: list[tuple[str, Any]] = []
-    if topics:
-        items.append(("topics", ("d", tuple((t, ("l", tuple(sorted(p)))) for t, p in sorted(topics.items())))))
-    txn = body.transactional_id
-    if isinstance(txn, str) and txn:
-        items.append(("transactional_id", txn))
-    return ("d", tuple(items))
-
-
-def request_about(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> tuple[str, tuple[Any, ...]]:
-    """What the journal records of a request: :meth:`Facts.frozen` of :func:`request_facts`."""
-    if api_key == 0:
-        return _produce_about(body, topics_by_id)
-    return request_facts(api_key, body, topics_by_id).frozen()
-
-
 def request_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> Facts:
     fast = _FAST.get(api_key)
     if fast is not None:

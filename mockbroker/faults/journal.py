@@ -44,8 +44,8 @@ class JournalEntry:
         self.latency_ms = latency_ms
         # ``about`` may come already frozen (Facts.frozen(), the hot path) or as a plain dict
         self._about = about if isinstance(about, tuple) else _freeze(about or {})
-        self._errors = tuple(errors)
-        self._faults = tuple(faults)
+        self._errors = errors if type(errors) is tuple else tuple(errors)
+        self._faults = faults if type(faults) is tuple else tuple(faults)
         self.outcome = outcome  # answered, no response (acks=0), closed, pending
 
     @property
@@ -56,10 +56,6 @@ class JournalEntry:
     @property
     def errors(self) -> list[str]:
         return list(self._errors)
-
-    @errors.setter
-    def errors(self, names: Iterable[str]) -> None:
-        self._errors = tuple(names)
 
     @property
     def faults(self) -> list[int]:
@@ -111,12 +107,8 @@ class Journal:
               client_software: str | None, api: str, api_key: int, version: int, correlation_id: int,
               about: Any, faults: tuple[int, ...]) -> JournalEntry:
         """A pending entry for a request being handled (``about`` as a dict or already frozen)."""
-        entry = JournalEntry.__new__(JournalEntry)  # the hot path: no keyword parsing or conversions
-        entry.time_ms, entry.broker, entry.connection, entry.client_id = time_ms, broker, connection, client_id
-        entry.client_software, entry.api, entry.api_key, entry.version = client_software, api, api_key, version
-        entry.correlation_id, entry.latency_ms, entry.outcome = correlation_id, -1.0, "pending"
-        entry._about = about if isinstance(about, tuple) else _freeze(about or {})
-        entry._errors, entry._faults = (), faults
+        entry = JournalEntry(0, time_ms, broker, connection, client_id, client_software, api, api_key, version,
+                             correlation_id, -1.0, about, (), faults)
         with self._lock:
             self._seq += 1
             entry.seq = self._seq

@@ -26,20 +26,20 @@ RESP = api.response_module(3)
 NO_OPERATIONS = -(2**31)
 
 
-def _topic(topic: Topic, live: Any) -> Any:
+def _topic(topic: Topic, live: Any, live_key: tuple[int, ...]) -> Any:
     return RESP.MetadataResponseTopic(
         error_code=0,
         name=topic.name,
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
-        partitions=_partitions(topic, live),
+        partitions=_partitions(topic, live, live_key),
         topic_authorized_operations=NO_OPERATIONS,
     )
 
 
-def _partitions(topic: Topic, live: Any) -> EncodedList:
+def _partitions(topic: Topic, live: Any, live_key: tuple[int, ...]) -> EncodedList:
     parts = topic.partitions
-    key = (tuple(live), len(parts), sum([p.leader_epoch for p in parts]))
+    key = (live_key, len(parts), sum([p.leader_epoch for p in parts]))
     cached = topic.answer_cache.get("metadata")
     if cached is not None and cached[0] == key:
         return cached[1]  # type: ignore[no-any-return]
@@ -68,18 +68,20 @@ def handle(ctx: Any, req: Any) -> Any:
     cluster = ctx.cluster
     version = ctx.api_version
     allow_create = version < 4 or req.allow_auto_topic_creation
+    live = cluster.brokers
+    live_key = tuple(live)  # the live brokers are part of every cached partition list's key
     if req.topics is None or (version == 0 and not req.topics):
-        topics = [_topic(t, cluster.brokers) for t in cluster.topics.values()]
+        topics = [_topic(t, live, live_key) for t in cluster.topics.values()]
     else:
         topics = []
         for wanted in req.topics:
             try:
                 if wanted.name is None and wanted.topic_id != ZERO_UUID:
-                    topics.append(_topic(cluster.topic_by_id(wanted.topic_id), cluster.brokers))
+                    topics.append(_topic(cluster.topic_by_id(wanted.topic_id), live, live_key))
                 elif wanted.name is None:
                     topics.append(_error_topic(None, ZERO_UUID, ErrorCode.INVALID_REQUEST))
                 else:
-                    topics.append(_topic(cluster.topic_or_autocreate(wanted.name, allow_create), cluster.brokers))
+                    topics.append(_topic(cluster.topic_or_autocreate(wanted.name, allow_create), live, live_key))
             except KafkaError as exc:
                 topics.append(_error_topic(wanted.name, wanted.topic_id, exc.code))
     return RESP.MetadataResponse(

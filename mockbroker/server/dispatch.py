@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults import inject
-from mockbroker.faults.facts import request_about, request_facts, response_error_codes
+from mockbroker.faults.facts import request_facts, response_error_codes
 from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_list
 from mockbroker.protocol import api
 from mockbroker.server.connection import CloseConnection, Connection
@@ -98,9 +98,10 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         fired = faults.fire(api_key, version, broker.node_id, request.client_id, facts)
     entry = None
     if journal.enabled:
-        about = facts.frozen() if facts is not None else request_about(api_key, request.body, cluster.topics_by_id)
+        if facts is None:
+            facts = request_facts(api_key, request.body, cluster.topics_by_id)
         entry = journal.start(cluster.clock.now_ms(), broker.node_id, conn.peer, request.client_id,
-                              conn.client_software, name, api_key, version, correlation_id, about,
+                              conn.client_software, name, api_key, version, correlation_id, facts.frozen(),
                               tuple([r.id for r in fired]) if fired else ())
     started = time.perf_counter()
 

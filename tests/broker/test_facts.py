@@ -54,13 +54,6 @@ def test_frozen_facts_read_back_as_the_summary() -> None:
     assert JournalEntry(2, 0, 0, "c", None, None, "Fetch", 1, 9, 1, about=found.summary()).about == entry.about
 
 
-@pytest.mark.parametrize("version", [3, 9, 12, 13])
-def test_journal_about_of_a_produce_is_the_frozen_facts(version: int) -> None:
-    body = _produce(version)
-    assert facts_module.request_about(0, body, TOPICS_BY_ID) == \
-        facts_module.generic_facts(0, body, TOPICS_BY_ID).frozen()
-
-
 def test_response_error_codes_match_the_generic_walk() -> None:
     r0, r1 = api.response_module(0), api.response_module(1)
     produce = r0.ProduceResponse(responses=[
