@@ -58,7 +58,7 @@ class CloseConnection(Exception):
 class Connection(asyncio.BufferedProtocol):
     __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_queue",
                  "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch",
-                 "max_request_bytes", "on_close", "on_task", "peer", "task", "transport")
+                 "max_request_bytes", "on_close", "on_task", "peer", "principal", "task", "transport")
 
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
                  on_close: Callable[[Connection], None] | None = None,
@@ -83,6 +83,8 @@ class Connection(asyncio.BufferedProtocol):
         self._drained: asyncio.Future[None] | None = None
         self.closed = False
         self.client_software: str | None = None  # "name/version" from ApiVersions v3+
+        # who the client is: "User:ANONYMOUS" until SASL authenticates it (Kafka's KafkaPrincipal string)
+        self.principal = "User:ANONYMOUS"
 
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

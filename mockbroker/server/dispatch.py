@@ -50,6 +50,11 @@ class RequestContext:
     def broker_id(self) -> int:
         return self.broker.node_id
 
+    @property
+    def principal(self) -> str:
+        """The connection's principal ("User:name"; "User:ANONYMOUS" before or without SASL)."""
+        return self.connection.principal
+
 
 def _unsupported_api_versions(correlation_id: int) -> list[Any]:
     m = api.response_module(18)
