@@ -83,6 +83,21 @@ class PartitionLog:
             return i + 1
         return i
 
+    def advance_log_start(self, offset: int) -> int:
+        """Move the log start up to ``offset`` (DeleteRecords, retention): batches wholly below it are
+        dropped; a batch holding it stays, but reads from below the new start are OFFSET_OUT_OF_RANGE.
+        Never moves backwards or past the high watermark. Returns the new log start offset."""
+        offset = min(offset, self.next_offset)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        keep = self._first_index(offset)
+        for b in self.batches[:keep]:
+            self.size_bytes -= b.size
+        del self.batches[:keep]
+        del self._bases[:keep]
+        self.log_start_offset = offset
+        return offset
+
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                       now_ms: int) -> StoredBatch:
         """Write a COMMIT/ABORT control batch for ``producer_id`` and close its transaction here."""

@@ -110,3 +110,17 @@ def test_fetch_session_cache() -> None:
     with pytest.raises(KafkaError) as err:
         cache.resume(session.session_id, 2)
     assert err.value.code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_advance_log_start_drops_whole_batches_below_and_never_goes_back() -> None:
+    log = PartitionLog("t", 0, 0, [0])
+    for i in range(5):
+        log.append(StoredBatch(i * 10, i * 10 + 9, 0, 100, (b"x" * 100,)))
+    assert log.advance_log_start(25) == 25
+    assert [b.base_offset for b in log.batches] == [20, 30, 40] and log.size_bytes == 300
+    assert log.advance_log_start(5) == 25  # never backwards
+    with pytest.raises(KafkaError):
+        log.read(24, 1000)
+    assert log.read(25, 1000).batches[0].base_offset == 20  # the batch holding the new start is served
+    assert log.advance_log_start(999) == 50  # capped at the high watermark
+    assert log.batches == [] and log.size_bytes == 0 and log.read(50, 1000).batches == []
