@@ -251,3 +251,19 @@ def test_describe_topic_partitions_errors(cluster: MockCluster) -> None:
         assert [(t.name, t.error_code) for t in refused.topics] == [("orders", ErrorCode.INVALID_REQUEST)]
         tail = dtp(c, ["orders"], cursor=("orders", 4))
         assert [p.partition_index for p in tail.topics[0].partitions] == [4, 5] and tail.next_cursor is None
+
+
+def test_a_deleted_topic_takes_its_reassignment_with_it() -> None:
+    with MockCluster(brokers=2, config={"mock.reassignment.delay.ms": 60_000}) as cluster:
+        cluster.create_topic("gone", 1, 1)
+        other = 1 - state(cluster, "gone", 0)[0]
+        with WireClient(cluster.server(0).port) as c:
+            assert reassign(c, 1, {("gone", 0): [other]}) == {("gone", 0): 0}
+            assert list(listing(c)) == [("gone", 0)]
+            dt = api.request_module(20)
+            resp = c.call(20, 4, dt.DeleteTopicsRequest(topic_names=["gone"], timeout_ms=1000))
+            assert resp.responses[0].error_code == 0
+            cluster.create_topic("gone", 1, 1)  # same name, new topic id: nothing in progress
+            assert listing(c) == {}
+            time.sleep(0.25)  # a tick or two: the stale entry is dropped without harm
+            assert cluster.call(lambda: len(cluster.state.reassignments.ongoing)) == 0
