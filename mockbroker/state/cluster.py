@@ -181,7 +181,7 @@ class ClusterState:
             self.groups.complete_txn(group_id, producer_id, commit)
 
     def tick(self) -> None:
-        """Let time act: group sessions and rebalances, transaction timeouts, producer expiry."""
+        """Let time act: group sessions and rebalances, transaction timeouts, reassignments, producer expiry."""
         self.groups.tick()
         self.transactions.tick()
         self.reassignments.tick()
