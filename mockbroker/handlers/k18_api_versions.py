@@ -4,6 +4,9 @@ Behavior:
 - Lists every API the registry serves, with the version ranges the handlers registered.
 - A version newer than we speak is answered (by the dispatcher) with v0 and UNSUPPORTED_VERSION.
 - v3+: remembers the client's software name and version on the connection.
+- v3+: the cluster's features (mockbroker.state.features): supported ranges (below v4 without those
+  whose minimum is 0, as Kafka does for old clients, KAFKA-17492), finalized levels above 0 and the
+  finalized-features epoch (UpdateFeatures changes them).
 - The response header is always v0, so any client can read it (done by the codec).
 """
 
@@ -13,6 +16,7 @@ from typing import Any
 
 from mockbroker.handlers.registry import api_versions_list, register
 from mockbroker.protocol import api
+from mockbroker.state.features import SUPPORTED
 
 RESP = api.response_module(18)
 
@@ -21,7 +25,19 @@ RESP = api.response_module(18)
 def handle(ctx: Any, req: Any) -> Any:
     if ctx.api_version >= 3:
         ctx.connection.client_software = f"{req.client_software_name}/{req.client_software_version}"
-    return RESP.ApiVersionsResponse(
+    response = RESP.ApiVersionsResponse(
         error_code=0,
         api_keys=[RESP.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in api_versions_list()],
     )
+    if ctx.api_version >= 3:
+        features = ctx.cluster.features
+        response.supported_features = [
+            RESP.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
+            for name, (lo, hi) in SUPPORTED.items() if lo > 0 or ctx.api_version >= 4
+        ]
+        response.finalized_features = [
+            RESP.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+            for name, level in features.finalized_nonzero().items()
+        ]
+        response.finalized_features_epoch = features.epoch
+    return response

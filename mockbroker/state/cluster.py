@@ -18,9 +18,12 @@ from mockbroker.faults.rules import FaultSet
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.consumer_groups import ConsumerGroupLogic
+from mockbroker.state.features import FeatureLevels
 from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
+from mockbroker.state.log_admin import LogDirs
 from mockbroker.state.producers import ProducerRegistry
+from mockbroker.state.reassignments import Reassignments
 from mockbroker.state.transactions import COORDINATOR_EPOCH, TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -126,6 +129,10 @@ class ClusterState:
         self.faults = FaultSet(self.clock)
         self.journal = Journal(self.config["mock.journal.max.entries"])
         self._placement = 0
+        # log, replica and feature admin (issue 9): log directories, reassignments, feature levels
+        self.log_dirs = LogDirs(self)
+        self.reassignments = Reassignments(self)
+        self.features = FeatureLevels()
 
     @property
     def cluster_id(self) -> str:
@@ -174,9 +181,10 @@ class ClusterState:
             self.groups.complete_txn(group_id, producer_id, commit)
 
     def tick(self) -> None:
-        """Let time act: group sessions and rebalances, transaction timeouts, producer expiry."""
+        """Let time act: group sessions and rebalances, transaction timeouts, reassignments, producer expiry."""
         self.groups.tick()
         self.transactions.tick()
+        self.reassignments.tick()
         now = self.clock.now_ms()
         expiration = self.config["producer.id.expiration.ms"]
         for topic in self.topics.values():

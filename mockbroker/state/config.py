@@ -42,6 +42,13 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "log.retention.ms": (604800000, int),
     "log.retention.bytes": (-1, int),
     "log.cleanup.policy": ("delete", str),
+    # -- log, replica and feature admin (DescribeLogDirs, AlterPartitionReassignments) ---------
+    # each broker's log directories, a comma list; "{id}" becomes the broker's node id
+    "log.dirs": ("/var/lib/mockbroker/broker-{id}", str),
+    # mock only: the size DescribeLogDirs v4+ reports for every log directory (usable = this minus its logs)
+    "mock.log.dir.total.bytes": (1099511627776, int),
+    # mock only: how long a reassignment adding replicas stays in progress (0 = done at once)
+    "mock.reassignment.delay.ms": (0, int),
 }
 
 # topic name -> broker name it defaults from

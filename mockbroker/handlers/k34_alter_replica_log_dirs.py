@@ -1,0 +1,45 @@
+"""AlterReplicaLogDirs: v0-2.
+
+Behavior:
+- Moves the asked broker's replicas of the named partitions into the given log directory; the move
+  is instant (DescribeLogDirs shows the replica in its new directory at once, no future replica).
+- Errors per partition, as Kafka: LOG_DIR_NOT_FOUND for a path that is not one of the broker's
+  ``log.dirs`` (paths are normalised; relative ones are never found); KAFKA_STORAGE_ERROR for an offline
+  directory; UNKNOWN_TOPIC_OR_PARTITION; REPLICA_NOT_AVAILABLE when the broker holds no replica of the
+  partition. Each failure is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mockbroker.errors import KafkaError
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(34)
+log = logging.getLogger("mockbroker.handlers")
+
+
+def _move(ctx: Any, path: str, topic: str, index: int) -> int:
+    try:
+        ctx.cluster.log_dirs.alter(ctx.broker_id, path, topic, index)
+    except KafkaError as exc:
+        log.info("broker %s: AlterReplicaLogDirs %s-%s to %s: %s", ctx.broker_id, topic, index, path, exc)
+        return exc.code
+    return 0
+
+
+@register(34, 0, 2)
+def handle(ctx: Any, req: Any) -> Any:
+    by_topic: dict[str, list[Any]] = {}
+    for d in req.dirs:
+        for t in d.topics:
+            results = by_topic.setdefault(t.name, [])
+            for index in t.partitions:
+                results.append(RESP.AlterReplicaLogDirPartitionResult(
+                    partition_index=index, error_code=_move(ctx, d.path, t.name, index)))
+    return RESP.AlterReplicaLogDirsResponse(results=[
+        RESP.AlterReplicaLogDirTopicResult(topic_name=name, partitions=parts) for name, parts in by_topic.items()
+    ])

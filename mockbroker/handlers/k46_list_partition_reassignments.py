@@ -1,0 +1,30 @@
+"""ListPartitionReassignments: v0.
+
+Behavior:
+- Lists the reassignments in progress (see AlterPartitionReassignments): each partition's replicas
+  (target + those being removed), adding_replicas and removing_replicas.
+- A null topic list means all; otherwise only the named partitions that are being reassigned (unknown
+  topics and partitions are left out, as Kafka does). Top-level error_code 0; timeout_ms ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+RESP = api.response_module(46)
+
+
+@register(46, 0, 0)
+def handle(ctx: Any, req: Any) -> Any:
+    wanted = None if req.topics is None else [(t.name, list(t.partition_indexes)) for t in req.topics]
+    return RESP.ListPartitionReassignmentsResponse(error_code=0, error_message=None, topics=[
+        RESP.OngoingTopicReassignment(name=name, partitions=[
+            RESP.OngoingPartitionReassignment(partition_index=i, replicas=replicas, adding_replicas=adding,
+                                              removing_replicas=removing)
+            for i, replicas, adding, removing in parts
+        ])
+        for name, parts in ctx.cluster.reassignments.listing(wanted)
+    ])

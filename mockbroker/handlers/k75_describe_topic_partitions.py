@@ -1,0 +1,103 @@
+"""DescribeTopicPartitions: v0 (Kafka 3.7+, KIP-966).
+
+Behavior:
+- The named topics (an empty list: every topic) in name order, from the cursor's topic and partition
+  on, at most response_partition_limit partitions (clamped to 1..2000, Kafka's
+  max.request.partition.size.limit); when the limit cuts a topic (or is used up before the next one)
+  next_cursor names where to go on, else it is null.
+- Partitions carry the same facts as Metadata: leader, leader epoch, replicas, ISR (the live replicas),
+  offline replicas; eligible_leader_replicas and last_known_elr are empty lists; a partition whose
+  leader is down answers LEADER_NOT_AVAILABLE.
+- Unknown named topics: UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an illegal name) with
+  a zero topic id, in name order; they use none of the partition limit. A cursor topic missing from a
+  non-empty topic list or a negative cursor partition: INVALID_REQUEST for every topic named.
+- topic_authorized_operations: as Kafka without an authorizer, every operation a topic supports
+  (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+from mockbroker.protocol.runtime import ZERO_UUID
+from mockbroker.state.cluster import Topic, validate_topic_name
+
+RESP = api.response_module(75)
+log = logging.getLogger("mockbroker.handlers")
+MAX_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
+# AclOperation codes READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11
+TOPIC_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
+
+
+def _partitions(topic: Topic, start: int, limit: int, live: Any) -> list[Any]:
+    return [
+        RESP.DescribeTopicPartitionsResponsePartition(
+            error_code=0 if p.leader in live else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
+            replica_nodes=list(p.replicas), isr_nodes=[r for r in p.replicas if r in live],
+            eligible_leader_replicas=[], last_known_elr=[],
+            offline_replicas=[r for r in p.replicas if r not in live],
+        )
+        for p in topic.partitions[start:start + limit]
+    ]
+
+
+def _missing(name: str) -> Any:
+    try:
+        validate_topic_name(name)
+        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    except KafkaError:
+        code = ErrorCode.INVALID_TOPIC_EXCEPTION
+    return RESP.DescribeTopicPartitionsResponseTopic(error_code=code, name=name, topic_id=ZERO_UUID,
+                                                     is_internal=False, partitions=[])
+
+
+def _refuse(req: Any, message: str) -> Any:
+    log.info("DescribeTopicPartitions refused: %s", message)
+    return RESP.DescribeTopicPartitionsResponse(topics=[
+        RESP.DescribeTopicPartitionsResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=t.name,
+                                                  topic_id=ZERO_UUID, is_internal=False, partitions=[])
+        for t in req.topics
+    ])
+
+
+@register(75, 0, 0)
+def handle(ctx: Any, req: Any) -> Any:
+    cluster = ctx.cluster
+    cursor = req.cursor
+    cursor_topic = cursor.topic_name if cursor is not None else ""
+    fetch_all = not req.topics
+    source = cluster.topics if fetch_all else {t.name for t in req.topics}
+    names = sorted(n for n in source if n >= cursor_topic)
+    if cursor is not None and not fetch_all and cursor.topic_name not in names:
+        return _refuse(req, f"DescribeTopicPartitionsRequest topic list should contain the cursor topic: "
+                            f"{cursor.topic_name}")
+    if cursor is not None and cursor.partition_index < 0:
+        return _refuse(req, f"DescribeTopicPartitionsRequest cursor partition must be valid: {cursor.partition_index}")
+    remaining = max(min(MAX_PARTITION_LIMIT, req.response_partition_limit), 1)
+    live = cluster.brokers
+    topics: list[Any] = []
+    next_cursor = None
+    for name in names:
+        if remaining == 0:
+            next_cursor = RESP.Cursor(topic_name=name, partition_index=0)
+            break
+        topic = cluster.topics.get(name)
+        if topic is None:
+            if not fetch_all:
+                topics.append(_missing(name))
+            continue
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        parts = _partitions(topic, start, remaining, live)
+        topics.append(RESP.DescribeTopicPartitionsResponseTopic(
+            error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=parts,
+            topic_authorized_operations=TOPIC_OPERATIONS))
+        if start + remaining < len(topic.partitions):
+            next_cursor = RESP.Cursor(topic_name=name, partition_index=start + remaining)
+            break
+        remaining -= len(parts)
+    return RESP.DescribeTopicPartitionsResponse(topics=topics, next_cursor=next_cursor)

@@ -1,0 +1,111 @@
+"""Cluster features over a raw socket with the codec: UpdateFeatures (v0-2) and what ApiVersions
+(v3-4) advertises: supported ranges, finalized levels and the finalized-features epoch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mockbroker.cluster import MockCluster
+from mockbroker.errors import ErrorCode
+from mockbroker.protocol import api
+
+from .wire import WireClient
+
+UF, AV = api.request_module(57), api.request_module(18)
+UPGRADE, SAFE, UNSAFE = 1, 2, 3
+
+
+def versions(c: WireClient, version: int = 4) -> Any:
+    return c.call(18, version, AV.ApiVersionsRequest(client_software_name="wire", client_software_version="1"))
+
+
+def finalized(c: WireClient) -> tuple[dict[str, int], int]:
+    resp = versions(c)
+    levels = {f.name: f.max_version_level for f in resp.finalized_features}
+    assert all(f.min_version_level == f.max_version_level for f in resp.finalized_features)
+    return levels, resp.finalized_features_epoch
+
+
+def update(c: WireClient, version: int, updates: list[tuple[str, int, int]], validate_only: bool = False) -> Any:
+    return c.call(57, version, UF.UpdateFeaturesRequest(timeout_ms=1000, validate_only=validate_only, feature_updates=[
+        UF.FeatureUpdateKey(feature=name, max_version_level=level, upgrade_type=kind,
+                            allow_downgrade=kind != UPGRADE)
+        for name, level, kind in updates]))
+
+
+def test_api_versions_advertises_kafka_4_features(single: MockCluster) -> None:
+    with WireClient(single.brokers[0].port) as c:
+        v4 = versions(c, 4)
+        assert {f.name: (f.min_version, f.max_version) for f in v4.supported_features} == {
+            "metadata.version": (7, 25), "kraft.version": (0, 1), "transaction.version": (0, 2),
+            "group.version": (0, 1)}
+        # below v4 features whose minimum is 0 are left out (KAFKA-17492)
+        assert [f.name for f in versions(c, 3).supported_features] == ["metadata.version"]
+        assert finalized(c) == ({"metadata.version": 25, "kraft.version": 1, "transaction.version": 2,
+                                 "group.version": 1}, 1)
+        v2 = versions(c, 2)
+        assert v2.supported_features == [] and v2.finalized_features_epoch == -1  # not on the wire before v3
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_update_features_downgrades_and_upgrades_moving_the_epoch(single: MockCluster, version: int) -> None:
+    with WireClient(single.brokers[0].port) as c:
+        resp = update(c, version, [("transaction.version", 1, SAFE), ("metadata.version", 24, SAFE)])
+        assert (resp.error_code, resp.error_message) == (0, None)
+        if version < 2:
+            assert sorted((r.feature, r.error_code) for r in resp.results) == [
+                ("metadata.version", 0), ("transaction.version", 0)]
+        levels, epoch = finalized(c)
+        assert (levels["transaction.version"], levels["metadata.version"], epoch) == (1, 24, 2)
+        resp = update(c, version, [("transaction.version", 0, SAFE)])  # 0 removes it from the finalized list
+        assert resp.error_code == 0 and "transaction.version" not in finalized(c)[0]
+        assert update(c, version, [("transaction.version", 2, UPGRADE)]).error_code == 0
+        assert finalized(c) == ({"metadata.version": 24, "kraft.version": 1, "transaction.version": 2,
+                                 "group.version": 1}, 4)
+
+
+@pytest.mark.parametrize(("updates", "message"), [
+    ([("metadata.version", 26, UPGRADE)], "only supports versions [7-25]"),
+    ([("metadata.version", 6, SAFE)], "only supports versions [7-25]"),
+    ([("metadata.version", 22, SAFE)], "might delete metadata information"),
+    ([("metadata.version", 22, UNSAFE)], "Unsafe metadata downgrade is not supported"),
+    ([("metadata.version", 24, UPGRADE)], "without setting the upgrade type"),
+    ([("group.version", 1, SAFE), ("transaction.version", 3, UPGRADE)], "only supports versions [0-2]"),
+    ([("kraft.version", 0, SAFE)], "Can't downgrade the version of this feature."),
+    ([("no.such.feature", 1, UPGRADE)], "does not support this feature"),
+    ([("group.version", 1, 0)], "does not support the given upgrade type"),
+    ([("group.version", -1, SAFE)], "cannot be less than 0"),
+    ([("group.version", 1, UPGRADE)], "depends on metadata.version level 22"),
+    ([("metadata.version", 22, UPGRADE), ("group.version", 1, UPGRADE)], None),  # checked against the new level
+])
+def test_update_features_refuses_as_kafka(single: MockCluster, updates: list, message: str | None) -> None:
+    with WireClient(single.brokers[0].port) as c:
+        if ("group.version", 1, UPGRADE) in updates:
+            # a cluster formatted at 3.9-IV0 (metadata.version 21) without group.version, set directly:
+            # no request can take metadata.version that low from 25
+            single.call(single.state.features.finalized.update, {"metadata.version": 21, "group.version": 0})
+        before = finalized(c)
+        resp = update(c, 1, updates)
+        if message is None:
+            assert resp.error_code == 0 and finalized(c)[0]["group.version"] == 1
+            return
+        assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION and message in resp.error_message
+        assert resp.results == []
+        assert finalized(c) == before  # all or nothing
+
+
+def test_update_features_validate_only_and_v2_shape(single: MockCluster) -> None:
+    with WireClient(single.brokers[0].port) as c:
+        before = finalized(c)
+        resp = update(c, 1, [("metadata.version", 23, SAFE)], validate_only=True)
+        assert resp.error_code == 0 and [r.feature for r in resp.results] == ["metadata.version"]
+        assert finalized(c) == before
+        resp = update(c, 2, [("metadata.version", 23, SAFE)])
+        assert resp.error_code == 0 and resp.results == []  # v2 has no per-feature results
+        assert finalized(c)[0]["metadata.version"] == 23
+        # v0: allow_downgrade false is an UPGRADE, so a lower level is refused
+        resp = c.call(57, 0, UF.UpdateFeaturesRequest(timeout_ms=1000, feature_updates=[
+            UF.FeatureUpdateKey(feature="group.version", max_version_level=0, allow_downgrade=False)]))
+        assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION
