@@ -17,10 +17,12 @@ from mockbroker.faults.journal import Journal
 from mockbroker.faults.rules import FaultSet
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
+from mockbroker.state.config_admin import ConfigAdmin
 from mockbroker.state.consumer_groups import ConsumerGroupLogic
 from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.producers import ProducerRegistry
+from mockbroker.state.retention import LogMaintenance
 from mockbroker.state.transactions import COORDINATOR_EPOCH, TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -126,6 +128,9 @@ class ClusterState:
         self.faults = FaultSet(self.clock)
         self.journal = Journal(self.config["mock.journal.max.entries"])
         self._placement = 0
+        # issue 9 configs: dynamic config layers (Describe/Alter/IncrementalAlterConfigs), retention, compaction
+        self.config_admin = ConfigAdmin(self)
+        self.log_maintenance = LogMaintenance(self)
 
     @property
     def cluster_id(self) -> str:
@@ -174,7 +179,8 @@ class ClusterState:
             self.groups.complete_txn(group_id, producer_id, commit)
 
     def tick(self) -> None:
-        """Let time act: group sessions and rebalances, transaction timeouts, producer expiry."""
+        """Let time act: group sessions and rebalances, transaction timeouts, producer expiry,
+        retention and compaction."""
         self.groups.tick()
         self.transactions.tick()
         now = self.clock.now_ms()
@@ -183,6 +189,7 @@ class ClusterState:
             for log in topic.partitions:
                 if log.producers.entries:
                     log.producers.expire(now, expiration)
+        self.log_maintenance.tick()
 
     # -- topics -----------------------------------------------------------------------------
     def create_topic(
