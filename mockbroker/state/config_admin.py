@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mockbroker.state.cluster import ClusterState, Topic
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+_TOPIC_OF_BROKER = {spec.synonym: name for name, spec in cat.TOPIC_CONFIGS.items() if spec.synonym}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -168,6 +169,11 @@ class ConfigAdmin:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Invalid value {value} for configuration {name}")
             try:
                 BrokerConfig({name: value})  # the mock's own checks of the values it acts on
+                topic_name = _TOPIC_OF_BROKER.get(name)
+                if topic_name is not None:  # the topic config's checks (cleanup policies, ranges)
+                    from mockbroker.state.cluster import KAFKA_TOPIC_CONFIGS, _check_topic_config_value
+
+                    _check_topic_config_value(topic_name, value, KAFKA_TOPIC_CONFIGS.get(topic_name, str))
             except KafkaError as exc:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, exc.message) from None
 

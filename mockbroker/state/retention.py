@@ -2,7 +2,8 @@
 (with ``compact``; see state/compaction.py), run from ``ClusterState.tick``.
 
 Retention, per partition (the mock has no segments, so it works on whole batches):
-- ``retention.ms`` (>= 0): leading batches whose max timestamp is more than retention.ms old go;
+- ``retention.ms`` (>= 0): leading batches whose max timestamp is more than retention.ms old go
+  (batches without timestamps, max timestamp -1, stay);
 - ``retention.bytes`` (>= 0): then the oldest batches go while the partition would still hold at
   least retention.bytes without them (Kafka's rule for segments);
 - the log start offset moves to the first batch kept (the high watermark when none is), through
@@ -36,7 +37,9 @@ def apply_retention(log: PartitionLog, now_ms: int, retention_ms: int, retention
     batches = log.batches
     i = 0
     if retention_ms >= 0:
-        while i < len(batches) and now_ms - batches[i].max_timestamp > retention_ms:
+        # a batch without timestamps (-1: magic 0 data) is never old enough (Kafka falls back to the
+        # segment file's modification time)
+        while i < len(batches) and batches[i].max_timestamp >= 0 and now_ms - batches[i].max_timestamp > retention_ms:
             i += 1
     if retention_bytes >= 0:
         size = log.size_bytes - sum(b.size for b in batches[:i])
@@ -103,7 +106,11 @@ class LogMaintenance:
                 memo = self._cleaned.get(log)
                 if not force and memo is not None and memo[0] == state and now < memo[1]:
                     continue
-                result = compact_log(log, now, int(cfg["delete.retention.ms"]), int(cfg["min.compaction.lag.ms"]))
+                try:
+                    result = compact_log(log, now, int(cfg["delete.retention.ms"]), int(cfg["min.compaction.lag.ms"]))
+                except Exception:  # one unreadable partition must not stop the cluster's tick
+                    logger.exception("compaction of %s-%s failed; it is left as it was", topic.name, log.index)
+                    result = CompactionResult()
                 self._cleaned[log] = (state, result.retry_at_ms)
                 if result.removed_records:
                     logger.info("compaction: %s-%s removed %s records (%s batches rewritten, %s dropped)",

@@ -194,6 +194,8 @@ def test_incremental_every_version(configured: MockCluster, version: int) -> Non
     assert incremental(port, version, [(TOPIC, "t", [("retention.ms", 9, "1")])]) == [ErrorCode.INVALID_REQUEST]
     assert incremental(port, version, [(TOPIC, "t", [("cleanup.policy", SET, "shred")])]) == [ErrorCode.INVALID_CONFIG]
     assert configured.state.config["log.cleanup.policy"] == "delete,compact"
+    assert incremental(port, version, [(BROKER, "", [("log.cleanup.policy", SET, "shred")])]) == [
+        ErrorCode.INVALID_REQUEST]
 
 
 def test_broker_logger_describe_and_incremental(configured: MockCluster) -> None:
