@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from mockbroker import records as rec
 from mockbroker.cluster import MockCluster
 from mockbroker.errors import ErrorCode
 from mockbroker.protocol import api
 
-from .wire import WireClient
+from .wire import WireClient, produce_body
 
 DC, AC, IAC = (api.request_module(k) for k in (32, 33, 44))
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -110,6 +111,7 @@ def test_describe_broker_every_version(configured: MockCluster, version: int) ->
     assert cfg["log.retention.bytes"].value == "5000000" and cfg["log.retention.bytes"].read_only is False
     assert cfg["num.partitions"].read_only is True and cfg["num.partitions"].value == "1"
     assert cfg["ssl.keystore.password"].is_sensitive is True
+    assert cfg["node.id"].value == "1" and cfg["node.id"].read_only
     if version >= 1:
         assert cfg["log.retention.bytes"].config_source == 4 and cfg["message.max.bytes"].config_source == 5
     # the cluster-wide default resource lists only dynamic defaults: none yet
@@ -243,3 +245,32 @@ def test_create_topics_configs_match_describe(configured: MockCluster) -> None:
     created = {c.name: (c.value, c.config_source) for c in resp.topics[0].configs}
     described = {c.name: (c.value, c.config_source) for c in describe(port, 1, TOPIC, "n").configs}
     assert created == described and created["retention.ms"] == ("5", 1)
+
+
+def test_produce_policy_follows_alter_configs(single: MockCluster) -> None:
+    """What Produce enforces changes with the next request after AlterConfigs / IncrementalAlterConfigs."""
+    single.create_topic("p", 1)
+    port = single.brokers[0].port
+
+    def send(key: bytes | None, codec: int = 0, size: int = 10) -> Any:
+        data = rec.build_batch([(key, b"v" * size)], compression=codec)
+        with WireClient(port) as w:
+            return w.call(0, 9, produce_body(9, "p", 0, data)).responses[0].partition_responses[0]
+
+    assert send(None).error_code == 0
+    assert alter(port, 1, [(TOPIC, "p", {"message.timestamp.type": "LogAppendTime", "compression.type": "gzip",
+                                         "cleanup.policy": "compact"})]) == [(0, None)]
+    stamped = send(b"k")
+    assert stamped.error_code == 0 and stamped.log_append_time_ms > 0
+    last = single.state.topics["p"].partitions[0].batches[-1]
+    header = rec.parse_batch_header(b"".join(bytes(b) for b in last.buffers))
+    assert header.compression == rec.GZIP and header.timestamp_type == 1
+    assert send(None).error_code == ErrorCode.INVALID_RECORD  # compacted topics need keys
+    assert incremental(port, 0, [(TOPIC, "p", [("cleanup.policy", DELETE, None),
+                                               ("max.message.bytes", SET, "200")])]) == [0]
+    assert send(None).error_code == 0
+    assert send(b"k", size=500).error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert incremental(port, 1, [(BROKER, "", [("message.max.bytes", SET, "150")])]) == [0]
+    assert send(b"k", size=100).error_code == 0  # the topic's override wins over the broker's
+    assert incremental(port, 1, [(TOPIC, "p", [("max.message.bytes", DELETE, None)])]) == [0]
+    assert send(b"k", size=100).error_code == ErrorCode.MESSAGE_TOO_LARGE  # now the broker's 150 applies

@@ -121,3 +121,17 @@ def test_compaction_respects_open_transactions_aborts_and_lag() -> None:
     compact_log(log, clock.now_ms(), 86400000)
     assert values(log) == [(2, "a", "1"), (3, "a", "2")]  # the last batch is not in the key map
     assert any(b.is_control for b in log.batches)  # the marker stays
+
+
+def test_mock_cluster_runs_passes_on_demand() -> None:
+    from mockbroker.cluster import MockCluster
+
+    with MockCluster(config={"log.retention.check.interval.ms": 3_600_000, "log.cleaner.backoff.ms": 3_600_000}) as c:
+        compacted = c.create_topic("c", 1, config={"cleanup.policy": "compact"})
+        timed = c.create_topic("r", 1, config={"retention.ms": "1000"})
+        now = c.state.clock.now_ms()
+        for key in (b"a", b"a", b"b"):
+            c.call(append_records, compacted.partitions[0], [(key, b"v", [])], now)
+        c.call(append_records, timed.partitions[0], [(b"k", b"v", [])], now - 5000)
+        assert c.run_log_cleaner() == 1 and c.run_retention() == 1
+        assert timed.partitions[0].log_start_offset == 1
