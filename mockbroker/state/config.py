@@ -39,7 +39,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     # mock only: how many requests the journal keeps (0 turns it off)
     "mock.journal.max.entries": (10000, int),
     "max.incremental.fetch.session.cache.slots": (1000, int),
-    "log.retention.ms": (604800000, int),
+    # Kafka: 604800000 (7 days). The mock keeps data unless retention is asked for, so records
+    # produced with fixed old timestamps (test fixtures) do not vanish at the first retention check
+    "log.retention.ms": (-1, int),
     "log.retention.bytes": (-1, int),
     "log.cleanup.policy": ("delete", str),
     # retention and compaction (mockbroker.state.retention / compaction); the two intervals are

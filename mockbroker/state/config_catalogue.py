@@ -3,8 +3,9 @@ prints it), one line of documentation, and for topic configs the broker config t
 for broker configs whether Kafka lets AlterConfigs change them (per broker and cluster-wide) and
 whether they are sensitive (their values are never sent back).
 
-Defaults are Kafka 4.x's, except where the mock picks a shorter interval so tests run fast
-(``log.retention.check.interval.ms`` and ``log.cleaner.backoff.ms``: 1000 ms) or a mock-only name.
+Defaults are Kafka 4.x's; where the mock's own default differs (config.BROKER_DEFAULTS: shorter
+``log.retention.check.interval.ms`` and ``log.cleaner.backoff.ms``, 1000 ms; ``log.retention.ms``
+-1, so data is kept unless retention is configured) DescribeConfigs reports the mock's value.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "min.insync.replicas": _b(INT, "1", "Default min.insync.replicas.", True),
     "log.preallocate": _b(BOOLEAN, "false", "Default preallocate.", True),
     "log.retention.bytes": _b(LONG, "-1", "Default retention.bytes.", True),
-    "log.retention.ms": _b(LONG, None, "Default retention.ms (null: log.retention.hours).", True),
+    "log.retention.ms": _b(LONG, None, "Default retention.ms (Kafka: null, log.retention.hours; mock: -1).", True),
     "log.segment.bytes": _b(INT, "1073741824", "Default segment.bytes.", True),
     "log.roll.jitter.ms": _b(LONG, None, "Default segment.jitter.ms.", True),
     "log.roll.ms": _b(LONG, None, "Default segment.ms.", True),

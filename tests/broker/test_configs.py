@@ -80,7 +80,7 @@ def test_describe_topic_every_version(configured: MockCluster, version: int) -> 
         assert cfg["retention.bytes"].config_source == 4
         assert cfg["cleanup.policy"].config_source == 5
         assert [(s.name, s.value, s.source) for s in cfg["retention.ms"].synonyms] == [
-            ("retention.ms", "60000", 1), ("log.retention.ms", "604800000", 5)]
+            ("retention.ms", "60000", 1), ("log.retention.ms", "-1", 5)]
         assert [(s.name, s.value, s.source) for s in cfg["retention.bytes"].synonyms] == [
             ("log.retention.bytes", "5000000", 4), ("log.retention.bytes", "-1", 5)]
     if version >= 3:

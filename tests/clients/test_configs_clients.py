@@ -84,7 +84,7 @@ def test_confluent_describe_alter_incremental(cluster: MockCluster) -> None:
     a = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     topic = ConfigResource("topic", "t")
     cfg = a.describe_configs([topic])[topic].result(10)
-    assert cfg["retention.ms"].value == "604800000" and cfg["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert cfg["retention.ms"].value == "-1" and cfg["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
     assert cfg["cleanup.policy"].is_default and not cfg["cleanup.policy"].is_read_only
 
     a.alter_configs([ConfigResource("topic", "t", set_config={"retention.ms": "86400000"})])[
