@@ -7,16 +7,19 @@ the first batch that is not. Within it:
 
 - a record stays if no later record in the cleanable part has the same key;
 - records of aborted transactions go (as Kafka's cleaner drops them);
-- a tombstone (null value) stays until its timestamp is older than ``delete.retention.ms``,
-  then goes (Kafka counts from the cleaning pass that first saw it; the mock from the record);
+- a tombstone (null value) stays until its timestamp (the batch's, for LogAppendTime) is older
+  than ``delete.retention.ms``, then goes (Kafka counts from the cleaning pass that first saw it;
+  the mock from the record);
 - control batches (transaction markers) stay;
 - a rewritten batch keeps its offsets (base offset, last offset delta), timestamps, producer id,
   epoch, base sequence, transactional flag, leader epoch and codec; records keep their deltas;
 - a batch whose records all go stays as an empty batch when it is the last batch of its producer
   in the log, so producer state survives (as Kafka keeps it); otherwise it goes.
 
-The log start offset does not move. ``compact_log`` is callable directly (tests); the cluster runs
-it from ``ClusterState.tick`` at most every ``log.cleaner.backoff.ms`` (see state/retention.py).
+``min.cleanable.dirty.ratio`` and ``max.compaction.lag.ms`` are not consulted: a partition is
+cleaned on the first pass after it changed. The log start offset does not move. ``compact_log``
+is callable directly (tests; MockCluster.run_log_cleaner); the cluster runs it from
+``ClusterState.tick`` at most every ``log.cleaner.backoff.ms`` (see state/retention.py).
 """
 
 from __future__ import annotations
@@ -115,7 +118,8 @@ def compact_log(log: PartitionLog, now_ms: int, delete_retention_ms: int, min_la
             if aborted or latest.get(key) != offset:
                 continue
             if r.value is None:
-                expires = header.base_timestamp + r.timestamp_delta + delete_retention_ms
+                stamp = header.max_timestamp if header.timestamp_type else header.base_timestamp + r.timestamp_delta
+                expires = stamp + delete_retention_ms
                 if now_ms > expires:
                     continue
                 result.retry_at_ms = min(result.retry_at_ms, expires + 1)

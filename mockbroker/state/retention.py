@@ -8,8 +8,8 @@ Retention, per partition (the mock has no segments, so it works on whole batches
   least retention.bytes without them (Kafka's rule for segments);
 - the log start offset moves to the first batch kept (the high watermark when none is), through
   ``PartitionLog.advance_log_start``; consumers below it get OFFSET_OUT_OF_RANGE and reset.
-Unlike Kafka, the newest batch (Kafka's active segment) may go too, as Kafka does once its active
-segment has expired.
+The newest batch may go too: Kafka rolls and deletes an active segment that has expired
+(UnifiedLog.deleteSegments).
 
 Intervals (Kafka's names, mock defaults): retention runs at most every
 ``log.retention.check.interval.ms`` (1000; Kafka 300000); compaction at most every
