@@ -4,7 +4,11 @@ Real clients reading the results are in tests/clients/test_configs_clients.py.""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mockbroker import batches
 from mockbroker import records as rec
@@ -135,3 +139,32 @@ def test_mock_cluster_runs_passes_on_demand() -> None:
         c.call(append_records, timed.partitions[0], [(b"k", b"v", [])], now - 5000)
         assert c.run_log_cleaner() == 1 and c.run_retention() == 1
         assert timed.partitions[0].log_start_offset == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from([b"a", b"b", b"c", b"d"]),
+                                   st.one_of(st.none(), st.binary(min_size=0, max_size=8))),
+                         min_size=1, max_size=4), min_size=1, max_size=8),
+       st.sampled_from([rec.NONE, rec.GZIP, rec.LZ4, rec.ZSTD, rec.SNAPPY]))
+def test_compaction_matches_a_last_value_per_key_model(batches_in: list[list[tuple[bytes, bytes | None]]],
+                                                       codec: int) -> None:
+    clock = ManualClock()
+    log = PartitionLog("p", 0, 0, [0])
+    for i, items in enumerate(batches_in):
+        put_idempotent(log, clock, 1, sum(len(b) for b in batches_in[:i]), codec, *items)
+    before = [(b.base_offset, b.last_offset) for b in log.batches]
+    compact_log(log, clock.now_ms() + 10, delete_retention_ms=0)
+    cleanable = [(log_offset, k, v) for log_offset, (k, v) in enumerate(x for b in batches_in[:-1] for x in b)]
+    latest = {k: o for o, k, _ in cleanable}
+    expected = [(o, k.decode(), None if v is None else v.decode("latin-1"))
+                for o, k, v in cleanable if latest[k] == o and v is not None]
+    tail_start = before[-1][0]
+    expected += [(tail_start + i, k.decode(), None if v is None else v.decode("latin-1"))
+                 for i, (k, v) in enumerate(batches_in[-1])]
+    got = [(r["offset"], r["key"], None if r["value_b64"] is None
+            else base64.b64decode(r["value_b64"]).decode("latin-1")) for r in read_records(log, 0, 1000)]
+    assert got == expected
+    kept = [(b.base_offset, b.last_offset) for b in log.batches]
+    assert set(kept) <= set(before) and kept[-1] == before[-1]
+    for b in decoded_batches(log):  # every batch decodes (CRC checked) and keeps producer fields
+        assert (b.header.producer_id, b.header.producer_epoch) == (1, 3)
