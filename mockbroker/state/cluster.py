@@ -18,6 +18,7 @@ from mockbroker.faults.rules import FaultSet
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.config_admin import ConfigAdmin
+from mockbroker.state.config_catalogue import range_error
 from mockbroker.state.consumer_groups import ConsumerGroupLogic
 from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
@@ -85,8 +86,9 @@ def validate_topic_name(name: str) -> None:
 
 
 def _check_topic_config_value(name: str, value: str, kind: type) -> None:
-    """Kafka's type (and, for two configs, range) check of a topic config value: INVALID_CONFIG."""
+    """Kafka's type and range check of a topic config value: INVALID_CONFIG."""
     text = value.strip()
+    problem = None
     if kind is bool:
         ok = text.lower() in ("true", "false")
     elif kind is list:
@@ -97,14 +99,13 @@ def _check_topic_config_value(name: str, value: str, kind: type) -> None:
         except ValueError:
             number = None
         ok = number is not None
-        if name == "min.insync.replicas":
-            ok = ok and number >= 1
-        elif name == "min.cleanable.dirty.ratio":
-            ok = ok and 0 <= number <= 1
+        problem = range_error(name, number) if ok else None  # issue 9 configs: Kafka's range validators
+        ok = ok and problem is None
     else:
         ok = True
     if not ok:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}")
+        raise KafkaError(ErrorCode.INVALID_CONFIG,
+                         f"Invalid value {value} for configuration {name}" + (f": {problem}" if problem else ""))
 
 
 class ClusterState:

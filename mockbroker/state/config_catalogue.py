@@ -100,6 +100,29 @@ TOPIC_CONFIGS: dict[str, TopicSpec] = {
 }
 
 
+# Kafka's range validators on numeric topic configs (LogConfig): name -> (lowest, highest), None = open
+TOPIC_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "compression.gzip.level": (-1, 9), "compression.lz4.level": (1, 17), "compression.zstd.level": (-131072, 22),
+    "delete.retention.ms": (0, None), "file.delete.delay.ms": (0, None), "flush.messages": (1, None),
+    "flush.ms": (0, None), "index.interval.bytes": (0, None), "local.retention.bytes": (-2, None),
+    "local.retention.ms": (-2, None), "max.compaction.lag.ms": (1, None), "max.message.bytes": (0, None),
+    "message.timestamp.after.max.ms": (0, None), "message.timestamp.before.max.ms": (0, None),
+    "min.cleanable.dirty.ratio": (0, 1), "min.compaction.lag.ms": (0, None), "min.insync.replicas": (1, None),
+    "retention.ms": (-1, None), "segment.bytes": (14, None), "segment.index.bytes": (4, None),
+    "segment.jitter.ms": (0, None), "segment.ms": (1, None),
+}
+
+
+def range_error(name: str, number: float) -> str | None:
+    """Kafka's message when ``number`` is outside the config's range, else None."""
+    lo, hi = TOPIC_RANGES.get(name, (None, None))
+    if lo is not None and number < lo:
+        return f"Value must be at least {lo}" if hi is None else f"Value must be in [{lo}, {hi}]"
+    if hi is not None and number > hi:
+        return f"Value must be no more than {hi}" if lo is None else f"Value must be in [{lo}, {hi}]"
+    return None
+
+
 def _b(type_: int, default: str | None, doc: str, dynamic: bool = False, sensitive: bool = False) -> BrokerSpec:
     return BrokerSpec(type_, default, doc, dynamic, sensitive)
 

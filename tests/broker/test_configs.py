@@ -195,6 +195,10 @@ def test_incremental_every_version(configured: MockCluster, version: int) -> Non
            ErrorCode.INVALID_REQUEST]
     assert incremental(port, version, [(TOPIC, "t", [("retention.ms", 9, "1")])]) == [ErrorCode.INVALID_REQUEST]
     assert incremental(port, version, [(TOPIC, "t", [("cleanup.policy", SET, "shred")])]) == [ErrorCode.INVALID_CONFIG]
+    for name, value in (("max.message.bytes", "-1"), ("segment.bytes", "10"), ("retention.ms", "-2"),
+                        ("compression.zstd.level", "23"), ("min.cleanable.dirty.ratio", "1.5")):
+        assert incremental(port, version, [(TOPIC, "t", [(name, SET, value)])]) == [ErrorCode.INVALID_CONFIG], name
+    assert incremental(port, version, [(TOPIC, "t", [("retention.ms", SET, "-1")])]) == [0]
     assert configured.state.config["log.cleanup.policy"] == "delete,compact"
     assert incremental(port, version, [(BROKER, "", [("log.cleanup.policy", SET, "shred")])]) == [
         ErrorCode.INVALID_REQUEST]
