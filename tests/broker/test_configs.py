@@ -278,3 +278,27 @@ def test_produce_policy_follows_alter_configs(single: MockCluster) -> None:
     assert send(b"k", size=100).error_code == 0  # the topic's override wins over the broker's
     assert incremental(port, 1, [(TOPIC, "p", [("max.message.bytes", DELETE, None)])]) == [0]
     assert send(b"k", size=100).error_code == ErrorCode.MESSAGE_TOO_LARGE  # now the broker's 150 applies
+
+
+def test_list_offsets_by_time_looks_past_compacted_batches(single: MockCluster) -> None:
+    """After compaction removed the record a timestamp search lands on, ListOffsets finds the next one."""
+    from mockbroker import batches
+
+    topic = single.create_topic("lo", 1, config={"cleanup.policy": "compact"})
+    log = topic.partitions[0]
+    now = single.state.clock.now_ms()
+
+    def put(*items: tuple[bytes, int]) -> None:
+        data = rec.build_batch([(k, b"v", [], ts) for k, ts in items], base_offset=log.next_offset)
+        log.append(batches.stored_batch(memoryview(data), log.next_offset, 0))
+
+    single.call(put, (b"a", now), (b"b", now + 5000))  # offsets 0, 1: b is superseded below
+    single.call(put, (b"b", now + 6000))  # offset 2
+    single.call(put, (b"z", now + 7000))  # offset 3, never cleaned
+    assert single.run_log_cleaner() == 1
+    lo = api.request_module(2)
+    with WireClient(single.brokers[0].port) as w:
+        resp = w.call(2, 7, lo.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[lo.ListOffsetsTopic(
+            name="lo", partitions=[lo.ListOffsetsPartition(partition_index=0, timestamp=now + 5000)])]))
+    part = resp.topics[0].partitions[0]
+    assert (part.error_code, part.offset, part.timestamp) == (0, 2, now + 6000)
