@@ -189,6 +189,17 @@ class MockCluster:
                      config: Mapping[str, Any] | None = None) -> Topic:
         return self.call(self.state.create_topic, name, partitions, replication_factor, config)
 
+    # -- log maintenance (see mockbroker.state.retention / compaction) -----------------------------
+    def run_retention(self) -> int:
+        """Run a retention pass now (as the tick does every ``log.retention.check.interval.ms``);
+        returns how many offsets went."""
+        return self.call(self.state.log_maintenance.run_retention)
+
+    def run_log_cleaner(self) -> int:
+        """Run a compaction pass now over every compacted partition (as the tick does every
+        ``log.cleaner.backoff.ms``); returns how many records went."""
+        return self.call(lambda: self.state.log_maintenance.run_cleaner(force=True).removed_records)
+
     # -- faults and the journal (see mockbroker.faults) ---------------------------------------
     @property
     def faults(self) -> FaultSet:

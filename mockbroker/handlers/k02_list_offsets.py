@@ -26,15 +26,17 @@ EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4,
 
 
 def _first_at_or_after(log: PartitionLog, timestamp: int) -> tuple[int, int]:
-    batch = log.batch_for_timestamp(timestamp)
-    if batch is None:
-        return -1, -1
-    header, records = rec.decode_batch(memoryview(b"".join(batch.buffers)))
-    for r in records:
-        ts = header.max_timestamp if header.timestamp_type else header.base_timestamp + r.timestamp_delta
-        offset = batch.base_offset + r.offset_delta
-        if ts >= timestamp and offset >= log.log_start_offset:
-            return ts, offset
+    # every batch that may hold a match, in order: after compaction the first such batch can hold
+    # no record that still matches (or none at all), and the answer is in a later one
+    for batch in log.batches:
+        if batch.max_timestamp < timestamp or batch.last_offset < log.log_start_offset or batch.is_control:
+            continue
+        header, records = rec.decode_batch(memoryview(b"".join(batch.buffers)))
+        for r in records:
+            ts = header.max_timestamp if header.timestamp_type else header.base_timestamp + r.timestamp_delta
+            offset = batch.base_offset + r.offset_delta
+            if ts >= timestamp and offset >= log.log_start_offset:
+                return ts, offset
     return -1, -1
 
 

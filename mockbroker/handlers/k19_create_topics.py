@@ -14,9 +14,8 @@ Behavior:
   every partition (else INVALID_REPLICA_ASSIGNMENT). The first replica leads.
 - validate_only runs every check and creates nothing. timeout_ms is ignored (creation is instant).
 - error_message from v1. v5+ successes carry the topic id (v7), partition count, replication factor
-  and configs: every config the mock models plus any set on the topic, with source
-  1 (DYNAMIC_TOPIC_CONFIG) when set on the topic, 4 (STATIC_BROKER_CONFIG) when the cluster's
-  config changed the broker default, else 5 (DEFAULT_CONFIG); never read-only or sensitive.
+  and configs: what DescribeConfigs answers for the topic (every topic config Kafka lists, with
+  its value and source; see k32_describe_configs / state.config_admin).
 """
 
 from __future__ import annotations
@@ -28,10 +27,8 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.cluster import MAX_PARTITIONS_PER_REQUEST, Topic
-from mockbroker.state.config import BROKER_DEFAULTS, TOPIC_TO_BROKER
 
 RESP = api.response_module(19)
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
 def _error(name: str, code: int, message: str | None) -> Any:
@@ -66,18 +63,12 @@ def _partition_count(ctx: Any, t: Any) -> int:
     return ctx.cluster.config["num.partitions"] if t.num_partitions == -1 else max(t.num_partitions, 0)
 
 
-def _source(ctx: Any, topic: Topic, name: str) -> int:
-    if not topic.config.is_default(name):
-        return DYNAMIC_TOPIC_CONFIG
-    broker_key = TOPIC_TO_BROKER[name]
-    return DEFAULT_CONFIG if ctx.cluster.config[broker_key] == BROKER_DEFAULTS[broker_key][0] else STATIC_BROKER_CONFIG
-
-
 def _configs(ctx: Any, topic: Topic) -> list[Any]:
+    """What DescribeConfigs would answer for the topic (the same source logic: state.config_admin)."""
     return [
-        RESP.CreatableTopicConfigs(name=name, value=str(topic.config[name]), read_only=False,
-                                   config_source=_source(ctx, topic, name), is_sensitive=False)
-        for name in sorted(set(TOPIC_TO_BROKER) | set(topic.config.overrides))
+        RESP.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
+                                   is_sensitive=e.is_sensitive)
+        for e in ctx.cluster.config_admin.topic_entries(topic, ctx.broker_id)
     ]
 
 

@@ -17,6 +17,8 @@ from mockbroker.faults.journal import Journal
 from mockbroker.faults.rules import FaultSet
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
+from mockbroker.state.config_admin import ConfigAdmin
+from mockbroker.state.config_catalogue import range_error
 from mockbroker.state.consumer_groups import ConsumerGroupLogic
 from mockbroker.state.features import FeatureLevels
 from mockbroker.state.groups import GroupCoordinator
@@ -24,6 +26,7 @@ from mockbroker.state.log import PartitionLog
 from mockbroker.state.log_admin import LogDirs
 from mockbroker.state.producers import ProducerRegistry
 from mockbroker.state.reassignments import Reassignments
+from mockbroker.state.retention import LogMaintenance
 from mockbroker.state.transactions import COORDINATOR_EPOCH, TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -86,8 +89,9 @@ def validate_topic_name(name: str) -> None:
 
 
 def _check_topic_config_value(name: str, value: str, kind: type) -> None:
-    """Kafka's type (and, for two configs, range) check of a topic config value: INVALID_CONFIG."""
+    """Kafka's type and range check of a topic config value: INVALID_CONFIG."""
     text = value.strip()
+    problem = None
     if kind is bool:
         ok = text.lower() in ("true", "false")
     elif kind is list:
@@ -98,14 +102,13 @@ def _check_topic_config_value(name: str, value: str, kind: type) -> None:
         except ValueError:
             number = None
         ok = number is not None
-        if name == "min.insync.replicas":
-            ok = ok and number >= 1
-        elif name == "min.cleanable.dirty.ratio":
-            ok = ok and 0 <= number <= 1
+        problem = range_error(name, number) if ok else None  # issue 9 configs: Kafka's range validators
+        ok = ok and problem is None
     else:
         ok = True
     if not ok:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}")
+        raise KafkaError(ErrorCode.INVALID_CONFIG,
+                         f"Invalid value {value} for configuration {name}" + (f": {problem}" if problem else ""))
 
 
 class ClusterState:
@@ -133,6 +136,9 @@ class ClusterState:
         self.log_dirs = LogDirs(self)
         self.reassignments = Reassignments(self)
         self.features = FeatureLevels()
+        # issue 9 configs: dynamic config layers (Describe/Alter/IncrementalAlterConfigs), retention, compaction
+        self.config_admin = ConfigAdmin(self)
+        self.log_maintenance = LogMaintenance(self)
 
     @property
     def cluster_id(self) -> str:
@@ -181,7 +187,8 @@ class ClusterState:
             self.groups.complete_txn(group_id, producer_id, commit)
 
     def tick(self) -> None:
-        """Let time act: group sessions and rebalances, transaction timeouts, reassignments, producer expiry."""
+        """Let time act: group sessions and rebalances, transaction timeouts, reassignments, producer
+        expiry, retention and compaction."""
         self.groups.tick()
         self.transactions.tick()
         self.reassignments.tick()
@@ -191,6 +198,7 @@ class ClusterState:
             for log in topic.partitions:
                 if log.producers.entries:
                     log.producers.expire(now, expiration)
+        self.log_maintenance.tick()
 
     # -- topics -----------------------------------------------------------------------------
     def create_topic(

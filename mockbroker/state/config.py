@@ -39,7 +39,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     # mock only: how many requests the journal keeps (0 turns it off)
     "mock.journal.max.entries": (10000, int),
     "max.incremental.fetch.session.cache.slots": (1000, int),
-    "log.retention.ms": (604800000, int),
+    # Kafka: 604800000 (7 days). The mock keeps data unless retention is asked for, so records
+    # produced with fixed old timestamps (test fixtures) do not vanish at the first retention check
+    "log.retention.ms": (-1, int),
     "log.retention.bytes": (-1, int),
     "log.cleanup.policy": ("delete", str),
     # -- log, replica and feature admin (DescribeLogDirs, AlterPartitionReassignments) ---------
@@ -49,6 +51,12 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "mock.log.dir.total.bytes": (1099511627776, int),
     # mock only: how long a reassignment adding replicas stays in progress (0 = done at once)
     "mock.reassignment.delay.ms": (0, int),
+    # retention and compaction (mockbroker.state.retention / compaction); the two intervals are
+    # Kafka's names with shorter mock defaults (Kafka: 300000 and 15000) so tests see effects fast
+    "log.cleaner.delete.retention.ms": (86400000, int),
+    "log.cleaner.min.compaction.lag.ms": (0, int),
+    "log.retention.check.interval.ms": (1000, int),
+    "log.cleaner.backoff.ms": (1000, int),
 }
 
 # topic name -> broker name it defaults from
@@ -61,6 +69,8 @@ TOPIC_TO_BROKER = {
     "retention.ms": "log.retention.ms",
     "retention.bytes": "log.retention.bytes",
     "cleanup.policy": "log.cleanup.policy",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
 }
 
 COMPRESSION_TYPES = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
@@ -98,6 +108,18 @@ class BrokerConfig:
         self.generation = 0  # counts changes, so derived settings can be cached (change values through set)
         for key, value in (overrides or {}).items():
             self.set(key, value)
+        # what the cluster was started with (DescribeConfigs' STATIC_BROKER_CONFIG; reset returns to it)
+        self.static: dict[str, Any] = {key: self.values[key] for key in (overrides or {})}
+
+    def reset(self, key: str) -> None:
+        """Back to the value the cluster was started with, else Kafka's (or the mock's) default."""
+        if key in self.static:
+            self.values[key] = self.static[key]
+        elif key in BROKER_DEFAULTS:
+            self.values[key] = BROKER_DEFAULTS[key][0]
+        else:
+            self.values.pop(key, None)
+        self.generation += 1
 
     def set(self, key: str, value: Any) -> None:
         kind = BROKER_DEFAULTS[key][1] if key in BROKER_DEFAULTS else str
@@ -134,6 +156,17 @@ class TopicConfig:
         converted = _convert(key, value, kind)
         _check(key, converted)
         self.overrides[key] = converted
+        self._generation += 1
+
+    def reset(self, key: str) -> None:
+        """Drop the topic's override of ``key`` (it follows the broker's setting again)."""
+        if self.overrides.pop(key, None) is not None:
+            self._generation += 1
+
+    def replace(self, overrides: Mapping[str, Any]) -> None:
+        """Make ``overrides`` the topic's whole set of overrides (AlterConfigs): others are reset."""
+        fresh = TopicConfig(self.broker, overrides)  # checks every value before anything changes
+        self.overrides = fresh.overrides
         self._generation += 1
 
     def __getitem__(self, key: str) -> Any:

@@ -98,6 +98,12 @@ class PartitionLog:
         self.log_start_offset = offset
         return offset
 
+    def replace_batches(self, batches: list[StoredBatch]) -> None:
+        """Swap in a rewritten list of the same offsets' batches (compaction), in offset order."""
+        self.batches = batches
+        self._bases = [b.base_offset for b in batches]
+        self.size_bytes = sum(b.size for b in batches)
+
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                       now_ms: int) -> StoredBatch:
         """Write a COMMIT/ABORT control batch for ``producer_id`` and close its transaction here."""

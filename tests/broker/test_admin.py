@@ -337,4 +337,4 @@ def test_offset_for_leader_epoch_every_version(version: int) -> None:
 
 
 def _stored(base: int, count: int) -> StoredBatch:
-    return StoredBatch(base_offset=base, last_offset=base + count - 1, max_timestamp=0, size=10, buffers=[b"x" * 10])
+    return StoredBatch(base_offset=base, last_offset=base + count - 1, max_timestamp=-1, size=10, buffers=[b"x" * 10])

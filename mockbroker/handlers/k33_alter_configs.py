@@ -1,0 +1,60 @@
+"""AlterConfigs: v0-2.
+
+Behavior (logic in mockbroker.state.config_admin):
+- Each resource's configs become its whole set of overrides: names left out are reset to the
+  broker's (or Kafka's) default. validate_only checks everything and changes nothing.
+- Checked in Kafka's order: a resource named twice -> INVALID_REQUEST for each; duplicate config
+  names or null values -> INVALID_REQUEST; then per type:
+  TOPIC (2): illegal name -> INVALID_TOPIC_EXCEPTION, unknown topic -> UNKNOWN_TOPIC_OR_PARTITION,
+  unknown config names or values Kafka refuses -> INVALID_CONFIG. Changes take effect on the next
+  produce (max.message.bytes, compression.type, message.timestamp.*, cleanup.policy) and the next
+  retention/compaction pass.
+  BROKER (4): "" sets the cluster-wide dynamic defaults, an id must be the receiving broker's
+  (else INVALID_REQUEST); read-only configs and badly typed values -> INVALID_REQUEST (Kafka's
+  KAFKA-13609 behaviour). Values change the cluster's configuration, and so the mock's behaviour.
+  BROKER_LOGGER and other types -> INVALID_REQUEST "Unknown resource type".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+from mockbroker.protocol.errors import error_name
+from mockbroker.state.config_admin import SET, check_request_resource
+
+RESP = api.response_module(33)
+logger = logging.getLogger("mockbroker.configs")
+
+
+def _alter(ctx: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
+    try:
+        check_request_resource([(c.name, SET, c.value) for c in r.configs])
+        ctx.cluster.config_admin.alter(r.resource_type, r.resource_name, {c.name: c.value for c in r.configs},
+                                       ctx.broker_id, validate_only)
+    except KafkaError as exc:
+        logger.info("broker %s: alter configs of %s %r for %s refused: %s %s", ctx.broker_id, r.resource_type,
+                    r.resource_name, ctx.client_id, error_name(exc.code), exc.message)
+        return exc.code, exc.message
+    if not validate_only:
+        logger.info("broker %s: configs of %s %r set to %s", ctx.broker_id, r.resource_type, r.resource_name,
+                    {c.name: c.value for c in r.configs})
+    return 0, None
+
+
+@register(33, 0, 2)
+def handle(ctx: Any, req: Any) -> Any:
+    counts = Counter((r.resource_type, r.resource_name) for r in req.resources)
+    out = []
+    for r in req.resources:
+        if counts[(r.resource_type, r.resource_name)] > 1:
+            code, message = ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+        else:
+            code, message = _alter(ctx, r, req.validate_only)
+        out.append(RESP.AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                                     resource_type=r.resource_type, resource_name=r.resource_name))
+    return RESP.AlterConfigsResponse(responses=out)

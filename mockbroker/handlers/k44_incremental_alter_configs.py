@@ -1,0 +1,60 @@
+"""IncrementalAlterConfigs: v0-1.
+
+Behavior (logic in mockbroker.state.config_admin and state.broker_loggers):
+- Operations per config: SET (0), DELETE (1, back to the default), APPEND (2) and SUBTRACT (3) for
+  list configs (cleanup.policy, log.cleanup.policy, ...; starting from the override or the
+  default); APPEND/SUBTRACT on other configs -> INVALID_CONFIG; an unknown operation ->
+  INVALID_REQUEST. validate_only checks everything and changes nothing.
+- A resource named twice -> INVALID_REQUEST for each; duplicate config names or null values on a
+  non-DELETE -> INVALID_REQUEST.
+- TOPIC (2), BROKER (4): as AlterConfigs (same validation and effects) but only the named configs
+  change.
+- BROKER_LOGGER (8): name must be this broker's id; SET a level (FATAL ERROR WARN INFO DEBUG TRACE,
+  else INVALID_CONFIG) of root or a mockbroker logger (unknown logger -> INVALID_CONFIG), DELETE
+  unsets it (root -> INVALID_REQUEST), APPEND/SUBTRACT -> INVALID_REQUEST.
+- Other resource types -> INVALID_REQUEST "Unknown resource type".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+from mockbroker.protocol.errors import error_name
+from mockbroker.state.config_admin import check_request_resource
+
+RESP = api.response_module(44)
+logger = logging.getLogger("mockbroker.configs")
+
+
+def _alter(ctx: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
+    ops = [(c.name, c.config_operation, c.value) for c in r.configs]
+    try:
+        check_request_resource(ops)
+        ctx.cluster.config_admin.incremental_alter(r.resource_type, r.resource_name, ops, ctx.broker_id,
+                                                   validate_only)
+    except KafkaError as exc:
+        logger.info("broker %s: incremental alter configs of %s %r for %s refused: %s %s", ctx.broker_id,
+                    r.resource_type, r.resource_name, ctx.client_id, error_name(exc.code), exc.message)
+        return exc.code, exc.message
+    if not validate_only:
+        logger.info("broker %s: configs of %s %r changed by %s", ctx.broker_id, r.resource_type, r.resource_name, ops)
+    return 0, None
+
+
+@register(44, 0, 1)
+def handle(ctx: Any, req: Any) -> Any:
+    counts = Counter((r.resource_type, r.resource_name) for r in req.resources)
+    out = []
+    for r in req.resources:
+        if counts[(r.resource_type, r.resource_name)] > 1:
+            code, message = ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+        else:
+            code, message = _alter(ctx, r, req.validate_only)
+        out.append(RESP.AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                                     resource_type=r.resource_type, resource_name=r.resource_name))
+    return RESP.IncrementalAlterConfigsResponse(responses=out)

@@ -1,0 +1,138 @@
+"""Log compaction (``cleanup.policy=compact``): keep the last record per key.
+
+The mock has no segments, so the cleanable part of a partition is every batch below the last
+one (Kafka's active segment), below the last stable offset (open transactions are never
+cleaned) and at least ``min.compaction.lag.ms`` old (by the batch's max timestamp), stopping at
+the first batch that is not. Within it:
+
+- a record stays if no later record in the cleanable part has the same key;
+- records of aborted transactions go (as Kafka's cleaner drops them);
+- a tombstone (null value) stays until its timestamp (the batch's, for LogAppendTime) is older
+  than ``delete.retention.ms``, then goes (Kafka counts from the cleaning pass that first saw it;
+  the mock from the record);
+- control batches (transaction markers) stay;
+- a rewritten batch keeps its offsets (base offset, last offset delta), timestamps, producer id,
+  epoch, base sequence, transactional flag, leader epoch and codec; records keep their deltas;
+- a batch whose records all go stays as an empty batch when it is the last batch of its producer
+  in the log, so producer state survives (as Kafka keeps it); otherwise it goes.
+
+``min.cleanable.dirty.ratio`` and ``max.compaction.lag.ms`` are not consulted: a partition is
+cleaned on the first pass after it changed. The log start offset does not move. ``compact_log``
+is callable directly (tests; MockCluster.run_log_cleaner); the cluster runs it from
+``ClusterState.tick`` at most every ``log.cleaner.backoff.ms`` (see state/retention.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mockbroker import records as rec
+from mockbroker.records.record import encode_record
+from mockbroker.state.log import PartitionLog, StoredBatch
+
+NEVER = 2**63 - 1
+
+
+@dataclass(slots=True)
+class CompactionResult:
+    removed_records: int = 0
+    rewritten_batches: int = 0
+    dropped_batches: int = 0
+    retry_at_ms: int = NEVER  # when a tombstone or a too-young batch becomes cleanable
+
+
+def _join(stored: StoredBatch) -> bytes:
+    return b"".join(bytes(b) for b in stored.buffers)
+
+
+def _cleanable(log: PartitionLog, now_ms: int, lag_ms: int, result: CompactionResult) -> int:
+    """How many leading batches may be cleaned."""
+    end = min(log.batches[-1].base_offset, log.last_stable_offset) if log.batches else 0
+    count = 0
+    for b in log.batches:
+        if b.last_offset >= end:
+            break
+        if lag_ms > 0 and now_ms - b.max_timestamp < lag_ms:
+            result.retry_at_ms = min(result.retry_at_ms, b.max_timestamp + lag_ms)
+            break
+        count += 1
+    return count
+
+
+def _aborted(log: PartitionLog, producer_id: int, offset: int) -> bool:
+    return any(t.producer_id == producer_id and t.first_offset <= offset <= t.last_offset
+               for t in log.producers.aborted)
+
+
+def _rebuild(stored: StoredBatch, header: Any, kept: list[Any]) -> StoredBatch:
+    if kept:
+        body = bytearray()
+        for r in kept:
+            encode_record(body, r.offset_delta, r.timestamp_delta, r.key, r.value, r.headers, r.attributes)
+        codec, base_ts = header.compression, header.base_timestamp
+    else:  # Kafka's empty batch header: no codec, both timestamps the max timestamp
+        body, codec, base_ts = bytearray(), 0, header.max_timestamp
+    data = rec.batch_from_body(
+        body, len(kept), header.last_offset_delta, base_ts, header.max_timestamp,
+        base_offset=stored.base_offset, compression=codec, timestamp_type=header.timestamp_type,
+        producer_id=header.producer_id, producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+        transactional=header.is_transactional, partition_leader_epoch=header.partition_leader_epoch,
+    )
+    return StoredBatch(stored.base_offset, stored.last_offset, stored.max_timestamp, len(data), (data,),
+                       stored.producer_id, stored.is_transactional, stored.is_control)
+
+
+def compact_log(log: PartitionLog, now_ms: int, delete_retention_ms: int, min_lag_ms: int = 0) -> CompactionResult:
+    """One cleaning pass over ``log`` (see the module docstring)."""
+    result = CompactionResult()
+    count = _cleanable(log, now_ms, min_lag_ms, result)
+    if count == 0:
+        return result
+    decoded: list[tuple[StoredBatch, Any, list[Any]]] = []
+    latest: dict[bytes | None, int] = {}
+    for stored in log.batches[:count]:
+        if stored.is_control:
+            decoded.append((stored, None, []))
+            continue
+        header, records = rec.decode_batch(_join(stored))
+        decoded.append((stored, header, records))
+        if stored.is_transactional and _aborted(log, stored.producer_id, stored.base_offset):
+            continue
+        for r in records:
+            latest[None if r.key is None else bytes(r.key)] = stored.base_offset + r.offset_delta
+    last_of_producer: dict[int, int] = {}
+    for b in log.batches:
+        if b.producer_id >= 0 and not b.is_control:
+            last_of_producer[b.producer_id] = b.base_offset
+    out: list[StoredBatch] = []
+    for stored, header, records in decoded:
+        if header is None:
+            out.append(stored)
+            continue
+        aborted = stored.is_transactional and _aborted(log, stored.producer_id, stored.base_offset)
+        kept = []
+        for r in records:
+            offset = stored.base_offset + r.offset_delta
+            key = None if r.key is None else bytes(r.key)
+            if aborted or latest.get(key) != offset:
+                continue
+            if r.value is None:
+                stamp = header.max_timestamp if header.timestamp_type else header.base_timestamp + r.timestamp_delta
+                expires = stamp + delete_retention_ms
+                if now_ms > expires:
+                    continue
+                result.retry_at_ms = min(result.retry_at_ms, expires + 1)
+            kept.append(r)
+        if len(kept) == len(records):
+            out.append(stored)
+            continue
+        result.removed_records += len(records) - len(kept)
+        if kept or last_of_producer.get(stored.producer_id) == stored.base_offset:
+            out.append(_rebuild(stored, header, kept))
+            result.rewritten_batches += 1
+        else:
+            result.dropped_batches += 1
+    if result.removed_records:
+        log.replace_batches(out + log.batches[count:])
+    return result

@@ -1,0 +1,211 @@
+"""Kafka's topic and broker config names, as DescribeConfigs reports them: type, default (as Kafka
+prints it), one line of documentation, and for topic configs the broker config they default from;
+for broker configs whether Kafka lets AlterConfigs change them (per broker and cluster-wide) and
+whether they are sensitive (their values are never sent back).
+
+Defaults are Kafka 4.x's; where the mock's own default differs (config.BROKER_DEFAULTS: shorter
+``log.retention.check.interval.ms`` and ``log.cleaner.backoff.ms``, 1000 ms; ``log.retention.ms``
+-1, so data is kept unless retention is configured) DescribeConfigs reports the mock's value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# DescribeConfigs ConfigType ids
+UNKNOWN, BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = range(10)
+# DescribeConfigs ConfigSource ids
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
+LONG_MAX = str(2**63 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    type: int
+    default: str | None
+    doc: str
+    synonym: str | None = None  # the broker config a topic without an override takes its value from
+    dropped_in_4: bool = False  # accepted (Kafka 3.x name) but not listed by DescribeConfigs
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSpec:
+    type: int
+    default: str | None
+    doc: str
+    dynamic: bool = False  # AlterConfigs may change it (per broker id, or cluster-wide with name "")
+    sensitive: bool = False
+
+
+TOPIC_CONFIGS: dict[str, TopicSpec] = {
+    "cleanup.policy": TopicSpec(LIST, "delete", "delete and/or compact: what happens to old log data.",
+                                "log.cleanup.policy"),
+    "compression.gzip.level": TopicSpec(INT, "-1", "Compression level for gzip.", "compression.gzip.level"),
+    "compression.lz4.level": TopicSpec(INT, "9", "Compression level for lz4.", "compression.lz4.level"),
+    "compression.type": TopicSpec(STRING, "producer", "Final compression of the topic's data (producer keeps the "
+                                  "producer's codec).", "compression.type"),
+    "compression.zstd.level": TopicSpec(INT, "3", "Compression level for zstd.", "compression.zstd.level"),
+    "delete.retention.ms": TopicSpec(LONG, "86400000", "How long tombstones are kept in compacted topics.",
+                                     "log.cleaner.delete.retention.ms"),
+    "file.delete.delay.ms": TopicSpec(LONG, "60000", "Time to wait before deleting a file from the filesystem.",
+                                      "log.segment.delete.delay.ms"),
+    "flush.messages": TopicSpec(LONG, LONG_MAX, "Messages between forced fsyncs.", "log.flush.interval.messages"),
+    "flush.ms": TopicSpec(LONG, LONG_MAX, "Time between forced fsyncs.", "log.flush.interval.ms"),
+    "follower.replication.throttled.replicas": TopicSpec(LIST, "", "Replicas whose follower replication is "
+                                                         "throttled."),
+    "index.interval.bytes": TopicSpec(INT, "4096", "How often an offset index entry is added.",
+                                      "log.index.interval.bytes"),
+    "leader.replication.throttled.replicas": TopicSpec(LIST, "", "Replicas whose leader replication is "
+                                                       "throttled."),
+    "local.retention.bytes": TopicSpec(LONG, "-2", "Local bytes kept before deletion with tiered storage "
+                                       "(-2: retention.bytes).", "log.local.retention.bytes"),
+    "local.retention.ms": TopicSpec(LONG, "-2", "Local time kept before deletion with tiered storage "
+                                    "(-2: retention.ms).", "log.local.retention.ms"),
+    "max.compaction.lag.ms": TopicSpec(LONG, LONG_MAX, "Longest a message stays ineligible for compaction.",
+                                       "log.cleaner.max.compaction.lag.ms"),
+    "max.message.bytes": TopicSpec(INT, "1048588", "Largest record batch size allowed.", "message.max.bytes"),
+    "message.downconversion.enable": TopicSpec(BOOLEAN, "true", "Down-conversion for old consumers.",
+                                               "log.message.downconversion.enable", True),
+    "message.format.version": TopicSpec(STRING, "3.0-IV1", "Message format version (Kafka 3.x).",
+                                        "log.message.format.version", True),
+    "message.timestamp.after.max.ms": TopicSpec(LONG, "3600000", "How far a record timestamp may be ahead of the "
+                                                "broker's time.", "log.message.timestamp.after.max.ms"),
+    "message.timestamp.before.max.ms": TopicSpec(LONG, LONG_MAX, "How far a record timestamp may be behind the "
+                                                 "broker's time.", "log.message.timestamp.before.max.ms"),
+    "message.timestamp.difference.max.ms": TopicSpec(LONG, LONG_MAX, "Kafka 3.x timestamp check.",
+                                                     "log.message.timestamp.difference.max.ms", True),
+    "message.timestamp.type": TopicSpec(STRING, "CreateTime", "CreateTime or LogAppendTime.",
+                                        "log.message.timestamp.type"),
+    "min.cleanable.dirty.ratio": TopicSpec(DOUBLE, "0.5", "Dirty share of the log that triggers cleaning.",
+                                           "log.cleaner.min.cleanable.ratio"),
+    "min.compaction.lag.ms": TopicSpec(LONG, "0", "Shortest time a message stays uncompacted.",
+                                       "log.cleaner.min.compaction.lag.ms"),
+    "min.insync.replicas": TopicSpec(INT, "1", "Replicas that must acknowledge an acks=all write.",
+                                     "min.insync.replicas"),
+    "preallocate": TopicSpec(BOOLEAN, "false", "Preallocate segment files.", "log.preallocate"),
+    "remote.log.copy.disable": TopicSpec(BOOLEAN, "false", "Stop copying to tiered storage."),
+    "remote.log.delete.on.disable": TopicSpec(BOOLEAN, "false", "Delete tiered data when tiering is disabled."),
+    "remote.storage.enable": TopicSpec(BOOLEAN, "false", "Tiered storage for this topic."),
+    "retention.bytes": TopicSpec(LONG, "-1", "Largest size a partition grows to before old data goes "
+                                 "(-1: no limit).", "log.retention.bytes"),
+    "retention.ms": TopicSpec(LONG, "604800000", "Longest time data is kept before it goes (-1: no limit).",
+                              "log.retention.ms"),
+    "segment.bytes": TopicSpec(INT, "1073741824", "Segment file size.", "log.segment.bytes"),
+    "segment.index.bytes": TopicSpec(INT, "10485760", "Offset index size.", "log.index.size.max.bytes"),
+    "segment.jitter.ms": TopicSpec(LONG, "0", "Jitter subtracted from segment.ms.", "log.roll.jitter.ms"),
+    "segment.ms": TopicSpec(LONG, "604800000", "Time after which a segment is rolled.", "log.roll.ms"),
+    "unclean.leader.election.enable": TopicSpec(BOOLEAN, "false", "Let out-of-sync replicas become leader.",
+                                                "unclean.leader.election.enable"),
+}
+
+
+# Kafka's range validators on numeric topic configs (LogConfig): name -> (lowest, highest), None = open
+TOPIC_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "compression.gzip.level": (-1, 9), "compression.lz4.level": (1, 17), "compression.zstd.level": (-131072, 22),
+    "delete.retention.ms": (0, None), "file.delete.delay.ms": (0, None), "flush.messages": (1, None),
+    "flush.ms": (0, None), "index.interval.bytes": (0, None), "local.retention.bytes": (-2, None),
+    "local.retention.ms": (-2, None), "max.compaction.lag.ms": (1, None), "max.message.bytes": (0, None),
+    "message.timestamp.after.max.ms": (0, None), "message.timestamp.before.max.ms": (0, None),
+    "min.cleanable.dirty.ratio": (0, 1), "min.compaction.lag.ms": (0, None), "min.insync.replicas": (1, None),
+    "retention.ms": (-1, None), "segment.bytes": (14, None), "segment.index.bytes": (4, None),
+    "segment.jitter.ms": (0, None), "segment.ms": (1, None),
+}
+
+
+def range_error(name: str, number: float) -> str | None:
+    """Kafka's message when ``number`` is outside the config's range, else None."""
+    lo, hi = TOPIC_RANGES.get(name, (None, None))
+    if lo is not None and number < lo:
+        return f"Value must be at least {lo}" if hi is None else f"Value must be in [{lo}, {hi}]"
+    if hi is not None and number > hi:
+        return f"Value must be no more than {hi}" if lo is None else f"Value must be in [{lo}, {hi}]"
+    return None
+
+
+def _b(type_: int, default: str | None, doc: str, dynamic: bool = False, sensitive: bool = False) -> BrokerSpec:
+    return BrokerSpec(type_, default, doc, dynamic, sensitive)
+
+
+BROKER_CONFIGS: dict[str, BrokerSpec] = {
+    # read-only (static) in Kafka
+    "auto.create.topics.enable": _b(BOOLEAN, "true", "Create topics on first use."),
+    "broker.id": _b(INT, "-1", "The broker's id."),
+    "node.id": _b(INT, "-1", "The node's id."),
+    "cluster.id": _b(STRING, None, "The cluster's id (mock: set at start)."),
+    "num.partitions": _b(INT, "1", "Default partition count of new topics."),
+    "default.replication.factor": _b(INT, "1", "Default replication factor of new topics."),
+    "delete.topic.enable": _b(BOOLEAN, "true", "Whether topics may be deleted."),
+    "socket.request.max.bytes": _b(INT, "104857600", "Largest request the broker reads."),
+    "fetch.max.bytes": _b(INT, "57671680", "Largest fetch response."),
+    "group.initial.rebalance.delay.ms": _b(INT, "3000", "Delay before the first rebalance of a new group."),
+    "group.consumer.session.timeout.ms": _b(INT, "45000", "KIP-848 consumer session timeout."),
+    "group.consumer.heartbeat.interval.ms": _b(INT, "5000", "KIP-848 consumer heartbeat interval."),
+    "offsets.topic.num.partitions": _b(INT, "50", "Partitions of __consumer_offsets."),
+    "transaction.max.timeout.ms": _b(INT, "900000", "Largest transaction timeout a producer may ask for."),
+    "transactional.id.expiration.ms": _b(INT, "604800000", "Idle time after which a transactional id expires."),
+    "max.incremental.fetch.session.cache.slots": _b(INT, "1000", "Incremental fetch sessions kept."),
+    "log.retention.check.interval.ms": _b(LONG, "300000", "How often retention runs (mock default: 1000)."),
+    "log.retention.minutes": _b(INT, None, "Retention in minutes (log.retention.ms wins)."),
+    "log.retention.hours": _b(INT, "168", "Retention in hours (log.retention.ms wins)."),
+    "log.index.size.max.bytes": _b(INT, "10485760", "Offset index size."),
+    "log.roll.hours": _b(INT, "168", "Time after which a segment is rolled, in hours."),
+    "log.dirs": _b(LIST, None, "Log directories."),
+    "listeners": _b(LIST, "PLAINTEXT://:9092", "Listeners (per broker)."),
+    # dynamic: per broker and cluster-wide
+    "log.cleanup.policy": _b(LIST, "delete", "Default cleanup policy of topics.", True),
+    "compression.type": _b(STRING, "producer", "Default compression.type of topics.", True),
+    "compression.gzip.level": _b(INT, "-1", "Default gzip level.", True),
+    "compression.lz4.level": _b(INT, "9", "Default lz4 level.", True),
+    "compression.zstd.level": _b(INT, "3", "Default zstd level.", True),
+    "log.cleaner.delete.retention.ms": _b(LONG, "86400000", "Default delete.retention.ms.", True),
+    "log.segment.delete.delay.ms": _b(LONG, "60000", "Default file.delete.delay.ms.", True),
+    "log.flush.interval.messages": _b(LONG, LONG_MAX, "Default flush.messages.", True),
+    "log.flush.interval.ms": _b(LONG, None, "Default flush.ms.", True),
+    "log.index.interval.bytes": _b(INT, "4096", "Default index.interval.bytes.", True),
+    "log.local.retention.bytes": _b(LONG, "-2", "Default local.retention.bytes.", True),
+    "log.local.retention.ms": _b(LONG, "-2", "Default local.retention.ms.", True),
+    "log.cleaner.max.compaction.lag.ms": _b(LONG, LONG_MAX, "Default max.compaction.lag.ms.", True),
+    "message.max.bytes": _b(INT, "1048588", "Default max.message.bytes.", True),
+    "log.message.timestamp.after.max.ms": _b(LONG, "3600000", "Default message.timestamp.after.max.ms.", True),
+    "log.message.timestamp.before.max.ms": _b(LONG, LONG_MAX, "Default message.timestamp.before.max.ms.", True),
+    "log.message.timestamp.type": _b(STRING, "CreateTime", "Default message.timestamp.type.", True),
+    "log.cleaner.min.cleanable.ratio": _b(DOUBLE, "0.5", "Default min.cleanable.dirty.ratio.", True),
+    "log.cleaner.min.compaction.lag.ms": _b(LONG, "0", "Default min.compaction.lag.ms.", True),
+    "min.insync.replicas": _b(INT, "1", "Default min.insync.replicas.", True),
+    "log.preallocate": _b(BOOLEAN, "false", "Default preallocate.", True),
+    "log.retention.bytes": _b(LONG, "-1", "Default retention.bytes.", True),
+    "log.retention.ms": _b(LONG, None, "Default retention.ms (Kafka: null, log.retention.hours; mock: -1).", True),
+    "log.segment.bytes": _b(INT, "1073741824", "Default segment.bytes.", True),
+    "log.roll.jitter.ms": _b(LONG, None, "Default segment.jitter.ms.", True),
+    "log.roll.ms": _b(LONG, None, "Default segment.ms.", True),
+    "unclean.leader.election.enable": _b(BOOLEAN, "false", "Default unclean.leader.election.enable.", True),
+    "log.cleaner.backoff.ms": _b(LONG, "15000", "Sleep between cleaner passes (mock default: 1000).", True),
+    "log.cleaner.threads": _b(INT, "1", "Log cleaner threads.", True),
+    "producer.id.expiration.ms": _b(INT, "86400000", "Idle time after which a producer id expires.", True),
+    "max.connections": _b(INT, "2147483647", "Connections a broker accepts.", True),
+    "num.io.threads": _b(INT, "8", "Request handler threads.", True),
+    "num.network.threads": _b(INT, "3", "Network threads.", True),
+    "ssl.keystore.password": _b(PASSWORD, None, "Key store password.", True, True),
+    "ssl.key.password": _b(PASSWORD, None, "Private key password.", True, True),
+    "ssl.truststore.password": _b(PASSWORD, None, "Trust store password.", True, True),
+    "sasl.jaas.config": _b(PASSWORD, None, "JAAS login context.", True, True),
+    # mock-only
+    "mock.transaction.marker.delay.ms": _b(INT, "0", "Mock: how long a transaction stays Prepare* before its "
+                                           "markers are written.", True),
+    "mock.journal.max.entries": _b(INT, "10000", "Mock: requests the journal keeps (0: off)."),
+}
+
+
+def config_text(value: object) -> str | None:
+    """A value as Kafka prints it (booleans in lower case)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def is_list(name: str) -> bool:
+    spec = TOPIC_CONFIGS.get(name) or BROKER_CONFIGS.get(name)
+    return spec is not None and spec.type == LIST

@@ -1,0 +1,123 @@
+"""Time-driven log maintenance: retention (``cleanup.policy`` with ``delete``) and compaction
+(with ``compact``; see state/compaction.py), run from ``ClusterState.tick``.
+
+Retention, per partition (the mock has no segments, so it works on whole batches):
+- ``retention.ms`` (>= 0): leading batches whose max timestamp is more than retention.ms old go
+  (batches without timestamps, max timestamp -1, stay);
+- ``retention.bytes`` (>= 0): then the oldest batches go while the partition would still hold at
+  least retention.bytes without them (Kafka's rule for segments);
+- the log start offset moves to the first batch kept (the high watermark when none is), through
+  ``PartitionLog.advance_log_start``; consumers below it get OFFSET_OUT_OF_RANGE and reset.
+The newest batch may go too: Kafka rolls and deletes an active segment that has expired
+(UnifiedLog.deleteSegments).
+
+Intervals (Kafka's names, mock defaults): retention runs at most every
+``log.retention.check.interval.ms`` (1000; Kafka 300000); compaction at most every
+``log.cleaner.backoff.ms`` (1000; Kafka 15000), and only on partitions that changed since their
+last pass or hold a tombstone (or too young batch) that has since become removable.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from mockbroker.state.compaction import CompactionResult, compact_log
+from mockbroker.state.log import PartitionLog
+
+if TYPE_CHECKING:
+    from mockbroker.state.cluster import ClusterState
+
+logger = logging.getLogger("mockbroker.retention")
+
+
+def apply_retention(log: PartitionLog, now_ms: int, retention_ms: int, retention_bytes: int) -> int:
+    """Delete what retention.ms / retention.bytes say goes; return how many offsets the start moved."""
+    batches = log.batches
+    i = 0
+    if retention_ms >= 0:
+        # a batch without timestamps (-1: magic 0 data) is never old enough (Kafka falls back to the
+        # segment file's modification time)
+        while i < len(batches) and batches[i].max_timestamp >= 0 and now_ms - batches[i].max_timestamp > retention_ms:
+            i += 1
+    if retention_bytes >= 0:
+        size = log.size_bytes - sum(b.size for b in batches[:i])
+        while i < len(batches) and size - batches[i].size >= retention_bytes:
+            size -= batches[i].size
+            i += 1
+    if i == 0:
+        return 0
+    new_start = batches[i].base_offset if i < len(batches) else log.next_offset
+    before = log.log_start_offset
+    log.advance_log_start(new_start)
+    log.producers.truncate_before(log.log_start_offset)
+    return log.log_start_offset - before
+
+
+class LogMaintenance:
+    """Runs retention and compaction over every partition when their intervals have passed."""
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self.cluster = cluster
+        self._last_retention = self._last_clean = cluster.clock.now_ms()
+        self._cleaned: weakref.WeakKeyDictionary[PartitionLog, tuple[Any, int]] = weakref.WeakKeyDictionary()
+
+    def tick(self) -> None:
+        now = self.cluster.clock.now_ms()
+        config = self.cluster.config
+        if now - self._last_retention >= config["log.retention.check.interval.ms"]:
+            self.run_retention(now)
+        if now - self._last_clean >= config["log.cleaner.backoff.ms"]:
+            self.run_cleaner(now)
+
+    def run_retention(self, now_ms: int | None = None) -> int:
+        """One retention pass over every topic with ``delete`` in its cleanup.policy; offsets deleted."""
+        now = self.cluster.clock.now_ms() if now_ms is None else now_ms
+        self._last_retention = now
+        moved = 0
+        for topic in list(self.cluster.topics.values()):
+            cfg = topic.config
+            if "delete" not in cfg["cleanup.policy"]:
+                continue
+            retention_ms, retention_bytes = int(cfg["retention.ms"]), int(cfg["retention.bytes"])
+            if retention_ms < 0 and retention_bytes < 0:
+                continue
+            for log in topic.partitions:
+                gone = apply_retention(log, now, retention_ms, retention_bytes)
+                if gone:
+                    moved += gone
+                    logger.info("retention: %s-%s log start moved to %s (%s offsets deleted)", topic.name,
+                                log.index, log.log_start_offset, gone)
+        return moved
+
+    def run_cleaner(self, now_ms: int | None = None, force: bool = False) -> CompactionResult:
+        """One compaction pass over every topic with ``compact`` in its cleanup.policy (``force``:
+        also partitions that did not change since their last pass). Returns the totals."""
+        now = self.cluster.clock.now_ms() if now_ms is None else now_ms
+        self._last_clean = now
+        total = CompactionResult()
+        for topic in list(self.cluster.topics.values()):
+            cfg = topic.config
+            if "compact" not in cfg["cleanup.policy"]:
+                continue
+            for log in topic.partitions:
+                state = (log.next_offset, log.log_start_offset, cfg.generation)
+                memo = self._cleaned.get(log)
+                if not force and memo is not None and memo[0] == state and now < memo[1]:
+                    continue
+                try:
+                    result = compact_log(log, now, int(cfg["delete.retention.ms"]), int(cfg["min.compaction.lag.ms"]))
+                except Exception:  # one unreadable partition must not stop the cluster's tick
+                    logger.exception("compaction of %s-%s failed; it is left as it was", topic.name, log.index)
+                    result = CompactionResult()
+                self._cleaned[log] = (state, result.retry_at_ms)
+                if result.removed_records:
+                    logger.info("compaction: %s-%s removed %s records (%s batches rewritten, %s dropped)",
+                                topic.name, log.index, result.removed_records, result.rewritten_batches,
+                                result.dropped_batches)
+                total.removed_records += result.removed_records
+                total.rewritten_batches += result.rewritten_batches
+                total.dropped_batches += result.dropped_batches
+                total.retry_at_ms = min(total.retry_at_ms, result.retry_at_ms)
+        return total
