@@ -242,6 +242,8 @@ class ConfigAdmin:
             synonyms = self._broker_synonyms(name, broker_id)
             if name in ("broker.id", "node.id") and resource_name:  # each broker's own id, from its static config
                 synonyms = [(name, str(broker_id), cat.STATIC_BROKER_CONFIG)]
+            elif name == "log.dirs":  # "{id}" in the mock's value stands for the broker's id
+                synonyms = [(n, v.replace("{id}", str(broker_id)) if v else v, src) for n, v, src in synonyms]
             if resource_name == "":
                 synonyms = [s for s in synonyms if s[2] == cat.DYNAMIC_DEFAULT_BROKER_CONFIG]
             value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (None, cat.DEFAULT_CONFIG)

@@ -124,3 +124,13 @@ def test_advance_log_start_drops_whole_batches_below_and_never_goes_back() -> No
     assert log.read(25, 1000).batches[0].base_offset == 20  # the batch holding the new start is served
     assert log.advance_log_start(999) == 50  # capped at the high watermark
     assert log.batches == [] and log.size_bytes == 0 and log.read(50, 1000).batches == []
+
+
+def test_broker_describe_gives_each_broker_its_own_log_dirs() -> None:
+    state = ClusterState()
+    for node in (0, 1):
+        state.add_broker(node, "127.0.0.1", 9092 + node)
+    for node in (0, 1):
+        (entry,) = state.config_admin.broker_entries(str(node), node, ["log.dirs"])
+        assert entry.value == f"/var/lib/mockbroker/broker-{node}"
+        assert state.log_dirs.dirs(node) == [entry.value]  # DescribeConfigs and DescribeLogDirs agree
