@@ -42,6 +42,10 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "log.retention.ms": (604800000, int),
     "log.retention.bytes": (-1, int),
     "log.cleanup.policy": ("delete", str),
+    # ACLs (mockbroker.state.acls): authorization is on when authorizer.class.name is non-empty
+    "authorizer.class.name": ("", str),
+    "super.users": ("", str),
+    "allow.everyone.if.no.acl.found": (False, bool),
 }
 
 # topic name -> broker name it defaults from
