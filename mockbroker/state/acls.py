@@ -346,3 +346,19 @@ class Authorizer:
         if not self.enabled:
             return operations_bitfield(supported)
         return operations_bitfield(op for op in supported if self.authorize(principal, host, op, resource_type, name))
+
+
+def _code(enum: type[IntEnum], value: int | str) -> int:
+    if isinstance(value, str):
+        try:
+            return int(enum[value.strip().upper()])
+        except KeyError:
+            raise ValueError(f"{value!r} is not one of {', '.join(enum.__members__)}") from None
+    return int(value)
+
+
+def acl(resource_type: int | str, name: str, principal: str = WILDCARD_PRINCIPAL, operation: int | str = "ALL",
+        permission: int | str = "ALLOW", pattern_type: int | str = "LITERAL", host: str = WILDCARD) -> AclBinding:
+    """An ACL from names or codes: ``acl("TOPIC", "orders", "User:alice", "WRITE")``."""
+    return AclBinding(_code(ResourceType, resource_type), name, _code(PatternType, pattern_type), principal, host,
+                      _code(AclOperation, operation), _code(PermissionType, permission))
