@@ -294,3 +294,20 @@ async def test_aiokafka_produce_consume_and_create_topic() -> None:
             assert [(name, code) for name, code, *_ in resp.topic_errors] == [("aio-fresh", 0)]
         finally:
             await client.close()
+
+
+def test_confluent_transactional_producer_needs_transactional_id_write(secured: MockCluster) -> None:
+    c = secured
+    c.add_acl("TOPIC", "orders", ME, "WRITE")
+    c.add_acl("TRANSACTIONAL_ID", "tx-ok", ME, "DESCRIBE")  # FindCoordinator only
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "transactional.id": "tx-ok"})
+    with pytest.raises(KafkaException) as denied:
+        p.init_transactions(10)
+    assert denied.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    c.add_acl("TRANSACTIONAL_ID", "tx-", ME, "WRITE", pattern_type="PREFIXED")
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "transactional.id": "tx-ok"})
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce("orders", b"in-txn", partition=0)
+    p.commit_transaction(10)
+    assert c.state.topics["orders"].partitions[0].high_watermark == 2  # the record and the commit marker
