@@ -231,8 +231,11 @@ class Authorizer:
         self._enabled = False
         self._super_users: frozenset[str] = frozenset()
         self._allow_everyone = False
-        # resource type -> ACLs in creation order (a dict as an ordered set)
+        # resource type -> ACLs in creation order (a dict as an ordered set), and the index decisions use:
+        # (type, name) -> LITERAL ACLs, type -> PREFIXED ACLs
         self._acls: dict[int, dict[AclBinding, None]] = {}
+        self._literal: dict[tuple[int, str], dict[AclBinding, None]] = {}
+        self._prefixed: dict[int, dict[AclBinding, None]] = {}
 
     # -- settings -----------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -257,8 +260,18 @@ class Authorizer:
     def add(self, acl: AclBinding) -> None:
         """Store one ACL (validated; storing it again changes nothing)."""
         validate_new_acl(acl)
+        if acl in self._acls.get(acl.resource_type, ()):
+            return
         self._acls.setdefault(acl.resource_type, {})[acl] = None
+        self._index(acl).setdefault(self._key(acl), {})[acl] = None
         log.info("ACL created: %s", acl)
+
+    def _index(self, acl: AclBinding) -> dict[Any, dict[AclBinding, None]]:
+        return self._literal if acl.pattern_type == PatternType.LITERAL else self._prefixed  # type: ignore[return-value]
+
+    @staticmethod
+    def _key(acl: AclBinding) -> Any:
+        return (acl.resource_type, acl.resource_name) if acl.pattern_type == PatternType.LITERAL else acl.resource_type
 
     def create(self, acls: list[AclBinding]) -> list[KafkaError | None]:
         """CreateAcls: each ACL stored, or the error that refused it."""
@@ -283,6 +296,10 @@ class Authorizer:
         gone = [acl for acl in self.all() if flt.matches(acl)]
         for acl in gone:
             del self._acls[acl.resource_type][acl]
+            index, key = self._index(acl), self._key(acl)
+            del index[key][acl]
+            if not index[key]:
+                del index[key]
             log.info("ACL deleted: %s", acl)
         return gone
 
@@ -297,12 +314,11 @@ class Authorizer:
         if principal in self._super_users:
             return True
         found = allowed = False
-        for acl in self._acls.get(resource_type, ()):
-            if acl.pattern_type == PatternType.LITERAL:
-                if acl.resource_name != name and acl.resource_name != WILDCARD:
-                    continue
-            elif not name.startswith(acl.resource_name):
-                continue
+        literal = self._literal
+        candidates = [*literal.get((resource_type, name), ()), *(literal.get((resource_type, WILDCARD), ())
+                                                                 if name != WILDCARD else ())]
+        candidates += [acl for acl in self._prefixed.get(resource_type, ()) if name.startswith(acl.resource_name)]
+        for acl in candidates:
             found = True
             result = _applies(acl, operation, principal, host)
             if result == PermissionType.DENY:
