@@ -200,9 +200,17 @@ def test_kafka_python_produce_consume_and_create_topic(secured: MockCluster) -> 
     from kafka.admin import KafkaAdminClient
     from kafka.admin import NewTopic as KpNewTopic
     from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+    from kafka.errors import KafkaError as KpKafkaError
 
     c = secured
     c.add_acl("TOPIC", "orders", ME, "DESCRIBE")
+    idempotent = KafkaProducer(bootstrap_servers=c.bootstrap_servers, request_timeout_ms=5000, max_block_ms=5000)
+    try:  # kafka-python's default: idempotent, so InitProducerId needs IDEMPOTENT_WRITE or WRITE on a topic
+        # kafka-python reports it wrapped: "Unexpected error in InitProducerIdResponse: [Error 31] ..."
+        with pytest.raises(KpKafkaError, match="ClusterAuthorizationFailedError"):
+            idempotent.send("orders", b"never", partition=1).get(10)
+    finally:
+        idempotent.close(timeout=5)
     producer = KafkaProducer(bootstrap_servers=c.bootstrap_servers, enable_idempotence=False, retries=0,
                              request_timeout_ms=5000)
     try:
@@ -212,6 +220,11 @@ def test_kafka_python_produce_consume_and_create_topic(secured: MockCluster) -> 
         assert producer.send("orders", b"kp", partition=1).get(10).offset == 0
     finally:
         producer.close()
+    idempotent = KafkaProducer(bootstrap_servers=c.bootstrap_servers, request_timeout_ms=5000)
+    try:  # WRITE on one topic is enough for an idempotent producer id (Kafka 3.0+)
+        assert idempotent.send("orders", b"kp2", partition=1).get(10).offset == 1
+    finally:
+        idempotent.close()
 
     c.add_acl("TOPIC", "orders", ME, "READ")
     consumer = KafkaConsumer("orders", bootstrap_servers=c.bootstrap_servers, group_id="kp-readers",
@@ -232,7 +245,7 @@ def test_kafka_python_produce_consume_and_create_topic(secured: MockCluster) -> 
         while not values and time.monotonic() < deadline:
             for records in consumer.poll(200).values():
                 values += [r.value for r in records]
-        assert values == [b"kp"]
+        assert values == [b"kp", b"kp2"]
     finally:
         consumer.close()
 
