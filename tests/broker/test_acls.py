@@ -201,6 +201,16 @@ def test_produce_rules(secured: MockCluster) -> None:
         assert produce_code(w) == ErrorCode.TOPIC_AUTHORIZATION_FAILED  # no ACLs: denied
         c.add_acl("TOPIC", "ord", ME, "WRITE", pattern_type="PREFIXED")
         assert produce_code(w) == 0
+        c.create_topic("secret", 1)
+        batch = rec.build_batch([(b"k", b"v", [], int(time.time() * 1000))])
+        by_id = w.call(0, 13, produce_body(13, "", 0, batch, topic_id=c.state.topics["secret"].topic_id))
+        assert by_id.responses[0].partition_responses[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        unknown = w.call(0, 13, produce_body(13, "", 0, batch, topic_id=b"\x07" * 16))
+        assert unknown.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        transactional = produce_body(9, "orders", 0, batch)
+        transactional.transactional_id = "tx-1"  # checked before any topic: WRITE on the transactional id
+        resp = w.call(0, 9, transactional)
+        assert resp.responses[0].partition_responses[0].error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         c.add_acl("TOPIC", "orders", "User:*", "WRITE", "DENY", host="10.1.2.3")  # another host: no effect
         assert produce_code(w) == 0
         c.add_acl("TOPIC", "*", "User:*", "ALL", "DENY", host="127.0.0.1")  # DENY beats ALLOW
