@@ -23,6 +23,7 @@ import mockbroker.handlers  # noqa: F401  (registers every handler)
 from mockbroker.faults import FaultRule, FaultSet, Journal
 from mockbroker.server.broker import BrokerServer
 from mockbroker.state import broker_actions
+from mockbroker.state.acls import AclBinding, acl
 from mockbroker.state.cluster import ClusterState, Topic
 
 T = TypeVar("T")
@@ -199,6 +200,18 @@ class MockCluster:
         """Run a compaction pass now over every compacted partition (as the tick does every
         ``log.cleaner.backoff.ms``); returns how many records went."""
         return self.call(lambda: self.state.log_maintenance.run_cleaner(force=True).removed_records)
+
+    # -- ACLs (see mockbroker.state.acls; enforced while `authorizer.class.name` is set) ---------
+    def add_acl(self, resource_type: int | str, name: str, principal: str = "User:*", operation: int | str = "ALL",
+                permission: int | str = "ALLOW", pattern_type: int | str = "LITERAL", host: str = "*") -> AclBinding:
+        """Add an ACL as CreateAcls would (same validation): ``add_acl("TOPIC", "orders", "User:alice", "WRITE")``."""
+        binding = acl(resource_type, name, principal, operation, permission, pattern_type, host)
+        self.call(self.state.acls.add, binding)
+        return binding
+
+    def acls(self) -> list[AclBinding]:
+        """Every ACL, in creation order."""
+        return self.call(self.state.acls.all)
 
     # -- faults and the journal (see mockbroker.faults) ---------------------------------------
     @property

@@ -18,6 +18,9 @@ Behavior:
   UNKNOWN_PRODUCER_ID.
 - Transactional batches must go to a partition of the producer's open transaction (Kafka's
   KIP-890 verification), else INVALID_TXN_STATE; Produce v12+ adds the partition implicitly.
+- With ACLs on: a transactional produce needs WRITE on the transactional id, else every partition
+  answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; partitions of topics without WRITE ->
+  TOPIC_AUTHORIZATION_FAILED (before the existence check for names, after it for ids, as Kafka).
 - Test hook: while ``cluster.drop_produce_responses`` is above 0, a request that appended data
   closes the connection instead of answering (and counts it down).
 
@@ -32,6 +35,7 @@ from typing import Any
 
 from mockbroker.batches import BatchRejected, Policy, stored_batch, validate_produce
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import NO_RESPONSE, register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
@@ -125,16 +129,31 @@ def _unknown_topic_response(td: Any, code: int) -> Any:
     )
 
 
+def _authorized_txn(ctx: Any, req: Any) -> bool:
+    txn_id = req.transactional_id if ctx.api_version >= 3 else None
+    return txn_id is None or authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, txn_id)
+
+
 @register(0, 0, 13)
 def handle(ctx: Any, req: Any) -> Any:
     responses = []
     leaders_named: set[int] = set()
     appended = False
+    if authz.enabled(ctx) and not _authorized_txn(ctx, req):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        responses = [_unknown_topic_response(td, code) for td in req.topic_data]
+        return NO_RESPONSE if req.acks == 0 else RESP.ProduceResponse(responses=responses)
     for td in req.topic_data:
+        if ctx.api_version < 13 and not authz.authorize(ctx, authz.WRITE, authz.TOPIC, td.name):
+            responses.append(_unknown_topic_response(td, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         try:
             topic = ctx.cluster.topic_by_id(td.topic_id) if ctx.api_version >= 13 else ctx.cluster.topic(td.name)
         except KafkaError as exc:
             responses.append(_unknown_topic_response(td, exc.code))
+            continue
+        if ctx.api_version >= 13 and not authz.authorize(ctx, authz.WRITE, authz.TOPIC, topic.name):
+            responses.append(_unknown_topic_response(td, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
         parts = [_partition(ctx, topic, p, req.acks) for p in td.partition_data]
         leaders_named.update(p.current_leader.leader_id for p in parts if p.error_code == 6)

@@ -9,6 +9,8 @@ Behavior:
   or the wait ends.
 - Errors per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER,
   OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (current_leader_epoch, v9+).
+  With ACLs on: partitions of topics without READ -> TOPIC_AUTHORIZATION_FAILED (before the
+  existence check for names, after it for ids, as Kafka).
 - Incremental fetch sessions (KIP-227, v7+): see mockbroker.state.fetch_sessions.
 - isolation_level read_committed (v4+): only batches below the last stable offset (the first
   offset of the oldest open transaction), and the aborted transactions overlapping the returned
@@ -26,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mockbroker.batches import down_convert
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
@@ -53,10 +56,14 @@ def _sessions(ctx: Any) -> Any:
 
 
 def _lookup(ctx: Any, name: str, topic_id: bytes, index: int, use_ids: bool) -> tuple[str, bytes, Any, int]:
+    if not use_ids and not authz.authorize(ctx, authz.READ, authz.TOPIC, name):
+        return name, topic_id, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
     try:
         topic = ctx.cluster.topic_by_id(topic_id) if use_ids else ctx.cluster.topic(name)
     except KafkaError as exc:
         return name, topic_id, None, exc.code
+    if use_ids and not authz.authorize(ctx, authz.READ, authz.TOPIC, topic.name):
+        return topic.name, topic.topic_id, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
     try:
         log = ctx.cluster.leader_partition(topic.name, index, ctx.broker_id)
     except KafkaError as exc:

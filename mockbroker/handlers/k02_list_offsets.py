@@ -9,6 +9,7 @@ Behavior:
 - Only the partition leader answers: NOT_LEADER_OR_FOLLOWER elsewhere; unknown topics and partitions
   UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v4+) checked like Fetch.
 - v0 answers old_style_offsets, at most max_num_offsets of them (latest first).
+- With ACLs on: partitions of topics without DESCRIBE -> TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from mockbroker import records as rec
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.log import PartitionLog
@@ -91,7 +93,13 @@ def _answer(ctx: Any, req: Any, topic: str, p: Any) -> Any:
 @register(2, 0, 11)
 def handle(ctx: Any, req: Any) -> Any:
     topics = []
+    denied = authz.denied_names(ctx, authz.DESCRIBE, authz.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
-        parts = [_answer(ctx, req, t.name, p) for p in t.partitions]
+        if t.name in denied:
+            parts = [RESP.ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1,
+                                                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                     for p in t.partitions]
+        else:
+            parts = [_answer(ctx, req, t.name, p) for p in t.partitions]
         topics.append(RESP.ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return RESP.ListOffsetsResponse(topics=topics)

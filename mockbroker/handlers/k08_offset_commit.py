@@ -6,6 +6,8 @@ Behavior:
   accepted only while the group has no members.
 - Unknown topics or partitions -> UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id, v10);
   metadata over 4096 bytes -> OFFSET_METADATA_TOO_LARGE; NOT_COORDINATOR on the wrong broker.
+- With ACLs on (checked first, as Kafka): READ on the group, else GROUP_AUTHORIZATION_FAILED for
+  every partition; partitions of topics without READ -> TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -29,13 +32,29 @@ def _topic_name(ctx: Any, t: Any) -> tuple[str | None, int]:
     return topic.name, 0
 
 
+def _auth_name(ctx: Any, t: Any) -> str:
+    """The name to authorize: the request's (v0-9), the topic's for a known id (v10), else "" (unknown id)."""
+    if ctx.api_version < 10:
+        return t.name  # type: ignore[no-any-return]
+    return _topic_name(ctx, t)[0] or ""
+
+
 @register(8, 0, 10)
 def handle(ctx: Any, req: Any) -> Any:
     group_code = not_coordinator(ctx, req.group_id)
+    denied: set[str] = set()
+    if authz.enabled(ctx):
+        if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+            group_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        else:
+            names = [n for n in (_auth_name(ctx, t) for t in req.topics) if n]
+            denied = authz.denied_names(ctx, authz.READ, authz.TOPIC, names)
     offsets = []
     checked: list[tuple[Any, list[tuple[Any, int]]]] = []
     for t in req.topics:
         name, code = _topic_name(ctx, t)
+        if denied and _auth_name(ctx, t) in denied:
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         parts = []
         for p in t.partitions:
             err = group_code or code

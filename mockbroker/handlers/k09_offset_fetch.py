@@ -9,6 +9,9 @@ Behavior:
   (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
 - Offsets committed inside an open transaction stay invisible until it commits; with
   require_stable (v7+) their partitions answer UNSTABLE_OFFSET_COMMIT (retriable) instead.
+- With ACLs on (checked first, as Kafka): DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED;
+  named topics without DESCRIBE -> TOPIC_AUTHORIZATION_FAILED for their partitions, and left out of
+  an all-partitions answer.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -31,12 +35,19 @@ def _offsets(ctx: Any, group_id: str, topics: list[Any] | None, by_id: bool,
         for (topic, partition), (offset, epoch, meta) in sorted(groups.committed_all(group_id).items()):
             out.setdefault(topic, []).append(_entry(ctx, group_id, topic, partition, offset, epoch, meta,
                                                     require_stable))
+        if authz.enabled(ctx):
+            out = {t: v for t, v in out.items() if authz.authorize(ctx, authz.DESCRIBE, authz.TOPIC, t, False)}
         return out
+    check = authz.enabled(ctx)
     for t in topics:
         name = t.name
         if by_id:
             topic = ctx.cluster.topics_by_id.get(t.topic_id)
             name = topic.name if topic else ""
+        if check and name and not authz.authorize(ctx, authz.DESCRIBE, authz.TOPIC, name):
+            out.setdefault(name, []).extend((p, -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                                            for p in t.partition_indexes)
+            continue
         for partition in t.partition_indexes:
             offset, epoch, meta = groups.committed(group_id, name, partition)
             out.setdefault(name, []).append(_entry(ctx, group_id, name, partition, offset, epoch, meta,
@@ -51,12 +62,18 @@ def _entry(ctx: Any, group_id: str, topic: str, partition: int, offset: int, epo
     return partition, offset, epoch, meta, 0
 
 
+def _group_code(ctx: Any, group_id: str) -> int:
+    if not authz.authorize(ctx, authz.DESCRIBE, authz.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return not_coordinator(ctx, group_id)
+
+
 @register(9, 0, 10)
 def handle(ctx: Any, req: Any) -> Any:
     if ctx.api_version >= 8:
         results = []
         for g in req.groups:
-            code = not_coordinator(ctx, g.group_id)
+            code = _group_code(ctx, g.group_id)
             if not code and ctx.api_version >= 9 and g.member_id is not None:
                 code = ctx.cluster.groups.validate_member(g.group_id, g.member_id, g.member_epoch)
             found = {} if code else _offsets(ctx, g.group_id, g.topics, ctx.api_version >= 10, req.require_stable)
@@ -68,7 +85,7 @@ def handle(ctx: Any, req: Any) -> Any:
                                 for p, o, e, m, c in parts])
                 for name, parts in found.items()]))
         return RESP.OffsetFetchResponse(groups=results)
-    code = not_coordinator(ctx, req.group_id)
+    code = _group_code(ctx, req.group_id)
     stable = ctx.api_version >= 7 and req.require_stable
     found = {} if code else _offsets(ctx, req.group_id, req.topics, False, stable)
     return RESP.OffsetFetchResponse(error_code=code, topics=[

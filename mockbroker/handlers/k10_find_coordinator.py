@@ -4,6 +4,9 @@ Behavior:
 - Group (key type 0) and transaction (key type 1) coordinators are spread over the brokers by a
   stable hash of the key; other key types -> INVALID_REQUEST.
 - v0-3 answer one key; v4+ answer a batch (coordinator_keys).
+- With ACLs on (checked first, as Kafka): a group key needs DESCRIBE on the group, else
+  GROUP_AUTHORIZATION_FAILED; a transactional id needs DESCRIBE on it, else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -18,6 +22,10 @@ RESP = api.response_module(10)
 
 
 def _find(ctx: Any, key: str, key_type: int) -> tuple[int, str | None, Any]:
+    if key_type == 0 and not authz.authorize(ctx, authz.DESCRIBE, authz.GROUP, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, None
+    if key_type == 1 and not authz.authorize(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID, key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, None
     if key_type not in (0, 1):
         return ErrorCode.INVALID_REQUEST, f"key type {key_type} is not served", None
     if not key and key_type == 0:

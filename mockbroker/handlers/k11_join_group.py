@@ -8,6 +8,7 @@ Behavior:
   leader gets every member's metadata. A new group waits `group.initial.rebalance.delay.ms`
   (0 by default here, so tests settle fast; Kafka's default is 3000).
 - v0 has no rebalance timeout: the session timeout serves for both, as in Kafka.
+- With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first, as Kafka).
 
 Not yet modelled: static membership (group.instance.id fencing), KIP-848 groups.
 """
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator, reply_future
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -39,6 +42,8 @@ def _response(ctx: Any, req: Any, result: JoinResult) -> Any:
 @register(11, 0, 9)
 def handle(ctx: Any, req: Any) -> Any:
     code = not_coordinator(ctx, req.group_id)
+    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
     if code:
         return _response(ctx, req, JoinResult(code, member_id=req.member_id))
     future, reply = reply_future()

@@ -2,12 +2,15 @@
 
 Behavior: keeps a member's session alive; REBALANCE_IN_PROGRESS while the group rebalances,
 UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, NOT_COORDINATOR on the wrong broker.
+With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first, as Kafka).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -17,6 +20,8 @@ RESP = api.response_module(12)
 
 @register(12, 0, 4)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+        return RESP.HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     code = not_coordinator(ctx, req.group_id) or ctx.cluster.groups.heartbeat(
         req.group_id, req.member_id, req.generation_id, req.group_instance_id if ctx.api_version >= 3 else None)
     return RESP.HeartbeatResponse(error_code=code)

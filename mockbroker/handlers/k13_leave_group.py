@@ -2,12 +2,15 @@
 
 Behavior: removes the member (v0-2) or the listed members (v3+, each answered) and rebalances the
 rest; UNKNOWN_MEMBER_ID for members the group does not have; NOT_COORDINATOR on the wrong broker.
+With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (top level, checked first).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -17,6 +20,8 @@ RESP = api.response_module(13)
 
 @register(13, 0, 5)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+        return RESP.LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     code = not_coordinator(ctx, req.group_id)
     if code:
         return RESP.LeaveGroupResponse(error_code=code)

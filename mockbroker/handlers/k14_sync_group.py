@@ -4,12 +4,15 @@ Behavior:
 - The leader's assignments are handed to every member; followers wait for the leader.
 - UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS (a new rebalance started),
   NOT_COORDINATOR on the wrong broker. v5 echoes the protocol type and name.
+- With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first, as Kafka).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator, reply_future
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -26,6 +29,8 @@ def _response(ctx: Any, req: Any, code: int, assignment: bytes) -> Any:
 
 @register(14, 0, 5)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+        return RESP.SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     code = not_coordinator(ctx, req.group_id)
     if code:
         return RESP.SyncGroupResponse(error_code=code, assignment=b"")

@@ -4,6 +4,8 @@ Behavior: state, protocol type and name, and every member with its metadata (for
 protocol) and assignment; an unknown group is described as Dead with no members (Kafka does the
 same; v6 answers GROUP_ID_NOT_FOUND for it); a KIP-848 consumer group is not a classic group: Dead,
 or GROUP_ID_NOT_FOUND from v6 (ConsumerGroupDescribe describes it); NOT_COORDINATOR on the wrong broker.
+With ACLs on: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it. v3+ with
+include_authorized_operations: the group's authorized operations (all supported ones when ACLs are off).
 """
 
 from __future__ import annotations
@@ -11,15 +13,20 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
 RESP = api.response_module(15)
-NO_OPERATIONS = -(2**31)
+NO_OPERATIONS = authz.NO_OPERATIONS
 
 
-def _describe(ctx: Any, group_id: str) -> Any:
+def _describe(ctx: Any, group_id: str, with_operations: bool) -> Any:
+    if not authz.authorize(ctx, authz.DESCRIBE, authz.GROUP, group_id):
+        return RESP.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
+                                   group_state="", protocol_type="", protocol_data="", members=[],
+                                   authorized_operations=NO_OPERATIONS)
     code = not_coordinator(ctx, group_id)
     group = None if code else ctx.cluster.groups.groups.get(group_id)
     if code or group is None or group.consumer is not None or not (group.members or group.offsets):
@@ -29,7 +36,8 @@ def _describe(ctx: Any, group_id: str) -> Any:
             message = f"Group {group_id} is not a classic group." if group is not None and group.consumer else None
         return RESP.DescribedGroup(error_code=code, error_message=message, group_id=group_id, group_state="Dead",
                                    protocol_type="", protocol_data="", members=[],
-                                   authorized_operations=NO_OPERATIONS)
+                                   authorized_operations=authz.operations_if(ctx, with_operations, authz.GROUP,
+                                                                             group_id))
     members = []
     for m in group.members.values():
         metadata = dict(m.protocols).get(group.protocol_name or "", b"")
@@ -38,9 +46,11 @@ def _describe(ctx: Any, group_id: str) -> Any:
                                                  member_metadata=metadata, member_assignment=m.assignment))
     return RESP.DescribedGroup(error_code=0, group_id=group_id, group_state=group.state,
                                protocol_type=group.protocol_type or "", protocol_data=group.protocol_name or "",
-                               members=members, authorized_operations=NO_OPERATIONS)
+                               members=members,
+                               authorized_operations=authz.operations_if(ctx, with_operations, authz.GROUP, group_id))
 
 
 @register(15, 0, 6)
 def handle(ctx: Any, req: Any) -> Any:
-    return RESP.DescribeGroupsResponse(groups=[_describe(ctx, g) for g in req.groups])
+    with_operations = ctx.api_version >= 3 and req.include_authorized_operations
+    return RESP.DescribeGroupsResponse(groups=[_describe(ctx, g, with_operations) for g in req.groups])

@@ -16,6 +16,9 @@ Behavior:
 - error_message from v1. v5+ successes carry the topic id (v7), partition count, replication factor
   and configs: what DescribeConfigs answers for the topic (every topic config Kafka lists, with
   its value and source; see k32_describe_configs / state.config_admin).
+- With ACLs on: after the duplicate check, a topic needs CREATE on the cluster or on the topic, else
+  TOPIC_AUTHORIZATION_FAILED ("Authorization failed."); a created topic without DESCRIBE_CONFIGS
+  answers no configs and topic_config_error_code TOPIC_AUTHORIZATION_FAILED (v5+), as Kafka.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections import Counter
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.cluster import MAX_PARTITIONS_PER_REQUEST, Topic
@@ -87,9 +91,12 @@ def _create(ctx: Any, t: Any, validate_only: bool) -> Any:
                                          validate_only=validate_only, assignment=assignment)
     except KafkaError as exc:
         return _error(t.name, exc.code, exc.message)
-    return RESP.CreatableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=0, error_message=None,
-                                     num_partitions=len(topic.partitions),
-                                     replication_factor=topic.replication_factor, configs=_configs(ctx, topic))
+    result = RESP.CreatableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=0, error_message=None,
+                                       num_partitions=len(topic.partitions),
+                                       replication_factor=topic.replication_factor, configs=_configs(ctx, topic))
+    if not authz.authorize(ctx, authz.DESCRIBE_CONFIGS, authz.TOPIC, topic.name, log_denied=False):
+        result.configs, result.topic_config_error_code = [], ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return result
 
 
 @register(19, 0, 7)
@@ -102,8 +109,11 @@ def handle(ctx: Any, req: Any) -> Any:
                                                  for t in req.topics])
     results = []
     reported: set[str] = set()
+    cluster_create = not authz.enabled(ctx) or authz.authorize_cluster(ctx, authz.CREATE, log_denied=False)
     for t in req.topics:
-        if counts[t.name] == 1:
+        if counts[t.name] == 1 and not (cluster_create or authz.authorize(ctx, authz.CREATE, authz.TOPIC, t.name)):
+            results.append(_error(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
+        elif counts[t.name] == 1:
             results.append(_create(ctx, t, req.validate_only))
         elif t.name not in reported:
             reported.add(t.name)

@@ -9,6 +9,8 @@ Behavior:
   (v3+) or INVALID_REQUEST (v0-2).
 - Results carry the name (also for a topic found by id) and, v6+, the topic id; error_message
   from v5. Deletion is instant, so timeout_ms is ignored.
+- With ACLs on: DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED (before the existence check for
+  names); a topic named by id without DESCRIBE is answered without its name, as Kafka.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import ZERO_UUID
@@ -30,8 +33,14 @@ def _result(name: str | None, topic_id: bytes, code: int = 0, message: str | Non
 
 def _delete(ctx: Any, name: str | None, topic_id: bytes) -> Any:
     try:
+        by_id = name is None
         if name is None:
             name = ctx.cluster.topic_by_id(topic_id).name
+        if authz.enabled(ctx):
+            if by_id and not authz.authorize(ctx, authz.DESCRIBE, authz.TOPIC, name):
+                return _result(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            if not authz.authorize(ctx, authz.DELETE, authz.TOPIC, name):
+                return _result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         topic = ctx.cluster.delete_topic(name)
     except KafkaError as exc:
         return _result(name, topic_id, exc.code, exc.message)

@@ -11,6 +11,9 @@ Behavior:
   pair (or the pair before a bump already made, answered again) -> PRODUCER_FENCED
   (INVALID_PRODUCER_EPOCH before v4).
 - transaction_timeout_ms outside 1..`transaction.max.timeout.ms` -> INVALID_TRANSACTION_TIMEOUT.
+- With ACLs on (checked first, as Kafka): a transactional id needs WRITE on it, else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED; an idempotent producer needs IDEMPOTENT_WRITE on the cluster
+  or WRITE on at least one topic (Kafka 3.0+), else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import for_version, not_txn_coordinator
 from mockbroker.protocol import api
@@ -32,6 +36,12 @@ def _error(code: int) -> Any:
 @register(22, 0, 5)
 def handle(ctx: Any, req: Any) -> Any:
     txn_id = req.transactional_id
+    if authz.enabled(ctx):
+        if txn_id is not None and not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, txn_id):
+            return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if txn_id is None and not (authz.authorize_cluster(ctx, authz.IDEMPOTENT_WRITE, log_denied=False)
+                                   or authz.authorize_any(ctx, authz.WRITE, authz.TOPIC)):
+            return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if txn_id is None:
         return RESP.InitProducerIdResponse(error_code=0, producer_id=ctx.cluster.producers.new_id(), producer_epoch=0)
     if txn_id == "":

@@ -8,6 +8,8 @@ Behavior:
   not a replica -> NOT_LEADER_OR_FOLLOWER; current_leader_epoch (v2+, -1 = unchecked) older than
   the partition's -> FENCED_LEADER_EPOCH, newer -> UNKNOWN_LEADER_EPOCH; a replica that is not the
   leader -> NOT_LEADER_OR_FOLLOWER. Consumers (replica_id < 0, v3+) and followers are answered alike.
+- With ACLs on: CLUSTER_ACTION on the cluster allows every topic; otherwise partitions of topics
+  without DESCRIBE -> TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -41,7 +44,13 @@ def _answer(ctx: Any, topic: str, p: Any) -> Any:
 
 @register(23, 0, 4)
 def handle(ctx: Any, req: Any) -> Any:
+    denied: set[str] = set()
+    if authz.enabled(ctx) and not authz.authorize_cluster(ctx, authz.CLUSTER_ACTION, log_denied=False):
+        denied = authz.denied_names(ctx, authz.DESCRIBE, authz.TOPIC, (t.topic for t in req.topics))
     return RESP.OffsetForLeaderEpochResponse(topics=[
-        RESP.OffsetForLeaderTopicResult(topic=t.topic, partitions=[_answer(ctx, t.topic, p) for p in t.partitions])
+        RESP.OffsetForLeaderTopicResult(topic=t.topic, partitions=[
+            RESP.EpochEndOffset(partition=p.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                leader_epoch=-1, end_offset=-1) if t.topic in denied
+            else _answer(ctx, t.topic, p) for p in t.partitions])
         for t in req.topics
     ])

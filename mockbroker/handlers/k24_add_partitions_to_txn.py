@@ -9,6 +9,11 @@ Behavior:
   PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2); a transaction still writing its markers ->
   CONCURRENT_TRANSACTIONS. Partitions of unknown topics -> UNKNOWN_TOPIC_OR_PARTITION and the rest
   OPERATION_NOT_ATTEMPTED, nothing added (as Kafka).
+- With ACLs on (checked first, as Kafka): v0-3 need WRITE on the transactional id (else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition) and WRITE on each topic (internal topics
+  excepted): partitions of the others -> TOPIC_AUTHORIZATION_FAILED, unknown ones
+  UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED. v4+ (broker to broker) need
+  CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED (top level).
 """
 
 from __future__ import annotations
@@ -16,15 +21,25 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import for_version, not_txn_coordinator
 from mockbroker.protocol import api
 
 RESP = api.response_module(24)
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 
 
 def _codes(ctx: Any, txn_id: str, pid: int, epoch: int, topics: list[Any], verify: bool) -> dict[tuple[str, int], int]:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
+    if ctx.api_version < 4 and authz.enabled(ctx):
+        if not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, txn_id):
+            return dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        denied = authz.denied_names(ctx, authz.WRITE, authz.TOPIC, (t for t, _ in wanted if t not in INTERNAL_TOPICS))
+        if denied:
+            return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if not _exists(ctx, *tp) else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    for tp in wanted}
     code = not_txn_coordinator(ctx, txn_id)
     if not code:
         unknown = {tp for tp in wanted if not _exists(ctx, *tp)}
@@ -61,6 +76,9 @@ def handle(ctx: Any, req: Any) -> Any:
         codes = _codes(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                        req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)
         return RESP.AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(codes))
+    if not authz.authorize_cluster(ctx, authz.CLUSTER_ACTION):
+        return RESP.AddPartitionsToTxnResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                               results_by_transaction=[])
     results = [
         RESP.AddPartitionsToTxnResult(
             transactional_id=t.transactional_id,

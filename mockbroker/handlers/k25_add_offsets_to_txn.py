@@ -6,6 +6,8 @@ Behavior:
 - NOT_COORDINATOR on the wrong broker; an empty group id -> INVALID_GROUP_ID; unknown transactional
   id or another producer id -> INVALID_PRODUCER_ID_MAPPING; another epoch -> PRODUCER_FENCED
   (INVALID_PRODUCER_EPOCH before v2); markers still being written -> CONCURRENT_TRANSACTIONS.
+- With ACLs on (checked first, as Kafka): WRITE on the transactional id, else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import for_version, not_txn_coordinator
 from mockbroker.protocol import api
@@ -22,6 +25,10 @@ RESP = api.response_module(25)
 
 @register(25, 0, 4)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, req.transactional_id):
+        return RESP.AddOffsetsToTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+        return RESP.AddOffsetsToTxnResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     code = not_txn_coordinator(ctx, req.transactional_id)
     if not code and not req.group_id:
         code = ErrorCode.INVALID_GROUP_ID

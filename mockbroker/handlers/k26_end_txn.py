@@ -10,13 +10,15 @@ Behavior:
   INVALID_PRODUCER_ID_MAPPING; another epoch -> PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2).
 - v5 (KIP-890 part 2): every end bumps the epoch, the answer carries producer id and epoch, an abort
   with no open transaction is allowed, and a retry with the pre-bump epoch is answered again.
+- With ACLs on: WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED (first).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import for_version, not_txn_coordinator
 from mockbroker.protocol import api
@@ -26,6 +28,9 @@ RESP = api.response_module(26)
 
 @register(26, 0, 5)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, req.transactional_id):
+        return RESP.EndTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1,
+                                   producer_epoch=-1)
     code = not_txn_coordinator(ctx, req.transactional_id)
     pid, epoch = -1, -1
     if not code:

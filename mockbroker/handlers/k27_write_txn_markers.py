@@ -7,13 +7,16 @@ Behavior:
   producer's -> INVALID_PRODUCER_EPOCH, an older coordinator epoch -> TRANSACTION_COORDINATOR_FENCED.
 - Offsets a transaction committed to groups are settled by this mock's own coordinator when the
   transaction ends (there is no __consumer_offsets log to mark).
+- With ACLs on: ALTER or CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every
+  partition.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -34,6 +37,13 @@ def _write(ctx: Any, marker: Any, topic: str, partition: int) -> int:
 
 @register(27, 0, 2)
 def handle(ctx: Any, req: Any) -> Any:
+    if authz.enabled(ctx) and not (authz.authorize_cluster(ctx, authz.ALTER, log_denied=False)
+                                   or authz.authorize_cluster(ctx, authz.CLUSTER_ACTION)):
+        return RESP.WriteTxnMarkersResponse(markers=[RESP.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
+            RESP.WritableTxnMarkerTopicResult(name=t.name, partitions=[
+                RESP.WritableTxnMarkerPartitionResult(partition_index=p,
+                                                      error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                for p in t.partition_indexes]) for t in m.topics]) for m in req.markers])
     results = []
     for m in req.markers:
         topics = [

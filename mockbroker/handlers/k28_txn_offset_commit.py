@@ -10,6 +10,9 @@ Behavior:
   transaction -> INVALID_TXN_STATE; v3+ with a member id or generation: UNKNOWN_MEMBER_ID /
   ILLEGAL_GENERATION as for OffsetCommit. Unknown topics -> UNKNOWN_TOPIC_OR_PARTITION for their
   partitions.
+- With ACLs on (checked first, as Kafka): WRITE on the transactional id, else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, then READ on the group, else GROUP_AUTHORIZATION_FAILED,
+  for every partition; partitions of topics without READ -> TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -25,6 +29,10 @@ RESP = api.response_module(28)
 
 
 def _group_code(ctx: Any, req: Any) -> int:
+    if not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, req.transactional_id):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
     code = not_coordinator(ctx, req.group_id)
     if code:
         return code
@@ -41,11 +49,14 @@ def handle(ctx: Any, req: Any) -> Any:
     code = _group_code(ctx, req)
     codes: dict[tuple[str, int], int] = {}
     offsets = []
+    denied = authz.denied_names(ctx, authz.READ, authz.TOPIC, (t.name for t in req.topics)) if not code else set()
     for t in req.topics:
         topic = ctx.cluster.topics.get(t.name)
         for p in t.partitions:
             if code:
                 codes[(t.name, p.partition_index)] = code
+            elif t.name in denied:
+                codes[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:

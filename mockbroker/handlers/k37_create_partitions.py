@@ -9,6 +9,7 @@ Behavior:
 - A topic named more than once -> one INVALID_REQUEST result for it; a request adding more than
   10,000 partitions in all -> POLICY_VIOLATION for every topic (Kafka's controller batch limit).
 - validate_only runs every check and changes nothing; timeout_ms is ignored (growth is instant).
+- With ACLs on: ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED (after the duplicate check).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.cluster import MAX_PARTITIONS_PER_REQUEST
@@ -29,6 +31,8 @@ def _result(name: str, code: int = 0, message: str | None = None) -> Any:
 
 
 def _grow(ctx: Any, t: Any, validate_only: bool) -> Any:
+    if not authz.authorize(ctx, authz.ALTER, authz.TOPIC, t.name):
+        return _result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed.")
     cluster = ctx.cluster
     assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
     try:

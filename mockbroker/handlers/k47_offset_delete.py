@@ -8,6 +8,8 @@ Behavior:
   members' ConsumerProtocolSubscription, KIP-848 names and regexes) -> GROUP_SUBSCRIBED_TO_TOPIC;
   unknown topics or partitions -> UNKNOWN_TOPIC_OR_PARTITION; others are deleted (a partition with
   no committed offset is answered 0, as Kafka does).
+- With ACLs on: DELETE on the group, else GROUP_AUTHORIZATION_FAILED (top level, checked first);
+  partitions of topics without READ -> TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -31,16 +34,22 @@ def _partition_code(ctx: Any, name: str, index: int, subscribed: set[str]) -> in
 
 @register(47, 0, 0)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize(ctx, authz.DELETE, authz.GROUP, req.group_id):
+        return RESP.OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
     groups = ctx.cluster.groups
     code = not_coordinator(ctx, req.group_id) or groups.offsets_deletable(req.group_id)
     if code:
         return RESP.OffsetDeleteResponse(error_code=code, topics=[])
     subscribed = groups.subscribed_topics(req.group_id, ctx.cluster.partition_counts())
+    denied = authz.denied_names(ctx, authz.READ, authz.TOPIC, (t.name for t in req.topics))
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            err = _partition_code(ctx, t.name, p.partition_index, subscribed)
+            if t.name in denied:
+                err = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else:
+                err = _partition_code(ctx, t.name, p.partition_index, subscribed)
             if not err:
                 groups.delete_offset(req.group_id, t.name, p.partition_index)
             parts.append(RESP.OffsetDeleteResponsePartition(partition_index=p.partition_index, error_code=err))

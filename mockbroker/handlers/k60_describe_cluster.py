@@ -5,9 +5,10 @@ Behavior:
   include_fenced_brokers, v2, changes nothing).
 - endpoint_type (v1+): 1 (brokers) is served; any other type -> UNSUPPORTED_ENDPOINT_TYPE.
 - cluster_authorized_operations is -2147483648 (not asked) unless include_cluster_authorized_operations
-  is set; then, as a Kafka broker without an authorizer, every operation the CLUSTER resource
-  supports: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE
-  (bits 5, 7-12 = 8096).
+  is set; then, with ACLs off (as a Kafka broker without an authorizer), every operation the CLUSTER
+  resource supports: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+  IDEMPOTENT_WRITE (bits 5, 7-12 = 8096); with ACLs on, those the principal is allowed, or 0 without
+  DESCRIBE on the cluster (Kafka answers the rest of the request either way).
 """
 
 from __future__ import annotations
@@ -15,15 +16,19 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
 RESP = api.response_module(60)
 BROKERS_ENDPOINT = 1
 NO_OPERATIONS = -(2**31)
-# AclOperation codes: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11,
-# IDEMPOTENT_WRITE 12
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+def _operations(ctx: Any) -> int:
+    if not authz.authorize_cluster(ctx, authz.DESCRIBE):
+        return 0
+    return authz.operations(ctx, authz.CLUSTER, authz.CLUSTER_NAME)
 
 
 @register(60, 0, 2)
@@ -42,6 +47,6 @@ def handle(ctx: Any, req: Any) -> Any:
         controller_id=cluster.controller_id,
         brokers=[RESP.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack,
                                             is_fenced=False) for b in cluster.brokers.values()],
-        cluster_authorized_operations=CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
+        cluster_authorized_operations=_operations(ctx) if req.include_cluster_authorized_operations
         else NO_OPERATIONS,
     )

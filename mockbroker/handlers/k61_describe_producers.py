@@ -3,14 +3,16 @@
 Behavior: per requested partition, the producers its leader holds state for: producer id and epoch,
 last sequence, last timestamp (of their last batch), coordinator epoch of their last marker, and
 the first offset of their open transaction (-1 when none). Unknown topics or partitions ->
-UNKNOWN_TOPIC_OR_PARTITION; not the leader here -> NOT_LEADER_OR_FOLLOWER.
+UNKNOWN_TOPIC_OR_PARTITION; not the leader here -> NOT_LEADER_OR_FOLLOWER. With ACLs on: partitions of
+topics without READ -> TOPIC_AUTHORIZATION_FAILED (checked first, as Kafka).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -19,6 +21,9 @@ RESP = api.response_module(61)
 
 def _partition(ctx: Any, topic: str, index: int) -> Any:
     out = RESP.PartitionResponse(partition_index=index, error_code=0, error_message=None, active_producers=[])
+    if not authz.authorize(ctx, authz.READ, authz.TOPIC, topic):
+        out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return out
     try:
         log = ctx.cluster.leader_partition(topic, index, ctx.broker_id)
     except KafkaError as exc:

@@ -4,14 +4,16 @@ Behavior: per transactional id, on its coordinator (else NOT_COORDINATOR): state
 PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort), timeout, start time (-1 when no
 transaction is open), producer id and epoch, and the topic partitions in the transaction. Unknown
 ids -> TRANSACTIONAL_ID_NOT_FOUND. Groups added with AddOffsetsToTxn are not listed (Kafka lists
-them as __consumer_offsets partitions, a topic this mock does not keep).
+them as __consumer_offsets partitions, a topic this mock does not keep). With ACLs on: DESCRIBE on
+the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; topics without DESCRIBE are left out.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import not_txn_coordinator
 from mockbroker.protocol import api
@@ -23,6 +25,9 @@ def _describe(ctx: Any, txn_id: str) -> Any:
     out = RESP.TransactionState(error_code=0, transactional_id=txn_id, transaction_state="",
                                 transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
                                 producer_epoch=-1, topics=[])
+    if not authz.authorize(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID, txn_id):
+        out.error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return out
     out.error_code = not_txn_coordinator(ctx, txn_id)
     if out.error_code:
         return out
@@ -36,7 +41,8 @@ def _describe(ctx: Any, txn_id: str) -> Any:
         by_topic.setdefault(topic, []).append(partition)
     out.transaction_state, out.transaction_timeout_ms = txn.state, txn.timeout_ms
     out.transaction_start_time_ms, out.producer_id, out.producer_epoch = txn.start_ms, txn.producer_id, txn.epoch
-    out.topics = [RESP.TopicData(topic=t, partitions=p) for t, p in by_topic.items()]
+    out.topics = [RESP.TopicData(topic=t, partitions=p) for t, p in by_topic.items()
+                  if authz.authorize(ctx, authz.DESCRIBE, authz.TOPIC, t)]
     return out
 
 

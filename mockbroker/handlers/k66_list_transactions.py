@@ -4,7 +4,8 @@ Behavior: the transactional ids this broker coordinates, with producer id and st
 state (names Kafka does not know are answered in unknown_state_filters and match nothing), by
 producer id, by duration (v1+: transactions open at least that many ms; -1 = no filter) and by a
 regular expression over the whole id (v2+, KIP-1152; one that does not compile ->
-INVALID_REGULAR_EXPRESSION). Empty filters match everything.
+INVALID_REGULAR_EXPRESSION). Empty filters match everything. With ACLs on: only the ids the principal
+may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from typing import Any
 
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import not_txn_coordinator
 from mockbroker.protocol import api
@@ -45,6 +47,8 @@ def handle(ctx: Any, req: Any) -> Any:
         if duration >= 0 and (txn.start_ms < 0 or now - txn.start_ms < duration):
             continue
         if pattern is not None and not pattern.fullmatch(txn.transactional_id):
+            continue
+        if not authz.authorize(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID, txn.transactional_id, False):
             continue
         listed.append(RESP.TransactionState(transactional_id=txn.transactional_id, producer_id=txn.producer_id,
                                             transaction_state=txn.state))

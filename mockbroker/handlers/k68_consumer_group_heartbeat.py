@@ -10,6 +10,7 @@ Behavior (see mockbroker.state.consumer_groups for the group model):
   UNRELEASED_INSTANCE_ID; server_assignor other than uniform/range -> UNSUPPORTED_ASSIGNOR; a regex
   Python cannot compile -> INVALID_REGULAR_EXPRESSION; a classic group with members ->
   GROUP_ID_NOT_FOUND; NOT_COORDINATOR on the wrong broker.
+- With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first, as Kafka).
 - The answer carries the member's epoch, `group.consumer.heartbeat.interval.ms` and, when it changed,
   the assignment (topic ids and partitions).
 """
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -48,6 +50,8 @@ def _assignment(ctx: Any, parts: dict[str, set[int]]) -> Any:
 def handle(ctx: Any, req: Any) -> Any:
     interval = ctx.cluster.config["group.consumer.heartbeat.interval.ms"]
     code = not_coordinator(ctx, req.group_id)
+    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
     if code:
         return RESP.ConsumerGroupHeartbeatResponse(error_code=code, member_epoch=-1, heartbeat_interval_ms=0)
     try:

@@ -3,8 +3,9 @@
 Behavior: per group id, on its coordinator (else NOT_COORDINATOR): state (Empty, Assigning,
 Reconciling, Stable), group and assignment epochs, the assignor in use, and every member with its
 subscription, current assignment and target assignment. Unknown groups -> GROUP_ID_NOT_FOUND;
-classic groups -> GROUP_ID_NOT_FOUND ("not a consumer group"), as Kafka answers. Authorized
-operations are not computed (no ACLs yet): -2147483648.
+classic groups -> GROUP_ID_NOT_FOUND ("not a consumer group"), as Kafka answers. With ACLs on:
+DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it. include_authorized_operations: the
+group's authorized operations (all supported ones when ACLs are off), else -2147483648.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
 RESP = api.response_module(69)
-NO_OPERATIONS = -(2**31)
+NO_OPERATIONS = authz.NO_OPERATIONS
 
 
 def _assignment(ctx: Any, parts: dict[str, set[int]]) -> Any:
@@ -27,9 +29,12 @@ def _assignment(ctx: Any, parts: dict[str, set[int]]) -> Any:
         for name, p in sorted(parts.items()) if name in topics])
 
 
-def _describe(ctx: Any, group_id: str) -> Any:
+def _describe(ctx: Any, group_id: str, with_operations: bool) -> Any:
     out = RESP.DescribedGroup(group_id=group_id, group_state="", group_epoch=-1, assignment_epoch=-1,
                               assignor_name="", members=[], authorized_operations=NO_OPERATIONS)
+    if not authz.authorize(ctx, authz.DESCRIBE, authz.GROUP, group_id):
+        out.error_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return out
     code = not_coordinator(ctx, group_id)
     group = ctx.cluster.groups.groups.get(group_id)
     if not code and (group is None or group.consumer is None):
@@ -40,6 +45,7 @@ def _describe(ctx: Any, group_id: str) -> Any:
         out.error_code = code
         return out
     state = group.consumer
+    out.authorized_operations = authz.operations_if(ctx, with_operations, authz.GROUP, group_id)
     out.group_state, out.group_epoch = state.state_name(), state.group_epoch
     out.assignment_epoch, out.assignor_name = state.assignment_epoch, state.assignor
     out.members = [
@@ -54,4 +60,5 @@ def _describe(ctx: Any, group_id: str) -> Any:
 
 @register(69, 0, 0)
 def handle(ctx: Any, req: Any) -> Any:
-    return RESP.ConsumerGroupDescribeResponse(groups=[_describe(ctx, g) for g in req.group_ids])
+    return RESP.ConsumerGroupDescribeResponse(groups=[_describe(ctx, g, req.include_authorized_operations)
+                                                      for g in req.group_ids])

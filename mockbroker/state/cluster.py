@@ -15,6 +15,7 @@ from typing import Any
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults.journal import Journal
 from mockbroker.faults.rules import FaultSet
+from mockbroker.state.acls import Authorizer
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.config_admin import ConfigAdmin
@@ -131,6 +132,7 @@ class ClusterState:
         self.drop_produce_responses = 0  # test hook: close the connection after this many appends
         self.faults = FaultSet(self.clock)
         self.journal = Journal(self.config["mock.journal.max.entries"])
+        self.acls = Authorizer(self.config)  # ACLs; checks only while `authorizer.class.name` is set
         self._placement = 0
         # log, replica and feature admin (issue 9): log directories, reassignments, feature levels
         self.log_dirs = LogDirs(self)

@@ -57,6 +57,10 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "log.cleaner.min.compaction.lag.ms": (0, int),
     "log.retention.check.interval.ms": (1000, int),
     "log.cleaner.backoff.ms": (1000, int),
+    # ACLs (mockbroker.state.acls): authorization is on when authorizer.class.name is non-empty
+    "authorizer.class.name": ("", str),
+    "super.users": ("", str),
+    "allow.everyone.if.no.acl.found": (False, bool),
 }
 
 # topic name -> broker name it defaults from
