@@ -21,6 +21,7 @@ from mockbroker.state.consumer_groups import ConsumerGroupLogic
 from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.producers import ProducerRegistry
+from mockbroker.state.quotas import ClientQuotas
 from mockbroker.state.transactions import COORDINATOR_EPOCH, TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -125,6 +126,7 @@ class ClusterState:
         self.drop_produce_responses = 0  # test hook: close the connection after this many appends
         self.faults = FaultSet(self.clock)
         self.journal = Journal(self.config["mock.journal.max.entries"])
+        self.quotas = ClientQuotas(self.config, self.clock)  # client quotas and their throttling
         self._placement = 0
 
     @property
