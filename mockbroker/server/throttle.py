@@ -78,7 +78,7 @@ def with_quotas(ctx: Any, request_size: int, handle: Callable[[Any], Any],
         if key == 0:
             bytes_ms = quotas.record(PRODUCE, user, client_id, request_size)
         elif key == 1 and quotas.resolve(FETCH, user, client_id) is not None:
-            size = sum(len(b) for b in api.encode_response(key, ctx.api_version, ctx.correlation_id, body))
+            size = fetch_response_size(ctx.api_version, body)
             bytes_ms = quotas.record(FETCH, user, client_id, size)
             if bytes_ms or request_ms:
                 quotas.unrecord(FETCH, user, client_id, size)
@@ -95,6 +95,12 @@ def with_quotas(ctx: Any, request_size: int, handle: Callable[[Any], Any],
         return throttled(ctx, finish(body), throttle_ms)
 
     return measured, finish_throttled
+
+
+def fetch_response_size(version: int, body: Any) -> int:
+    """What Kafka counts against consumer_byte_rate: the response body plus 4 (FetchResponse.sizeOf)."""
+    framed = sum(len(b) for b in api.encode_response(1, version, 0, body))
+    return framed - 4 - (1 if api.response_header_version(1, version) == 1 else 0)  # size + correlation id, tags
 
 
 def _empty_fetch(ctx: Any, body: Any) -> Any:
