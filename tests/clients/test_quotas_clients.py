@@ -109,6 +109,7 @@ def test_confluent_producer_is_held_to_its_byte_rate() -> None:
             p.poll(0)
         p.flush(30)
     rate = steady_rate(delivered, 1.5)
+    print(f"steady rate {rate:.0f} B/s for a quota of {RATE} B/s; throttle times (s): {sorted(throttles)[-3:]}")
     assert 0.8 * RATE <= rate <= 1.2 * RATE, rate
     assert throttles and max(throttles) > 0  # librdkafka saw the throttle times
     produced = cluster.journal.entries(api="Produce", client_id="quota-producer")
@@ -139,6 +140,7 @@ def test_confluent_consumer_is_held_to_its_byte_rate() -> None:
         c.close()
     assert len(received) == total
     rate = steady_rate(received, 1.5)
+    print(f"steady rate {rate:.0f} B/s for a quota of {RATE} B/s; throttle times (s): {sorted(throttles)[-3:]}")
     assert 0.8 * RATE <= rate <= 1.2 * RATE, rate
     assert throttles and max(throttles) > 0
     fetches = cluster.journal.entries(api="Fetch", client_id="quota-consumer")
