@@ -131,6 +131,7 @@ class ClientQuotas:
         self.clock = clock
         self.entities: dict[Entity, dict[str, float]] = {}
         self.sensors: dict[tuple[str, str, str], Rate] = {}
+        self._resolved: dict[tuple[str, str, str], tuple[tuple[str, str], float] | None] = {}  # until a change
         # True while any throttling key is set for a user or client id: dispatch checks only this
         self.enabled = False
 
@@ -214,10 +215,20 @@ class ClientQuotas:
     def _changed(self) -> None:
         self.enabled = any(k[0][0] != IP for k in self.entities)
         self.sensors.clear()  # Kafka re-targets its sensors on a change; starting afresh is simpler
+        self._resolved.clear()
 
     # -- enforcement ---------------------------------------------------------------------------
     def resolve(self, kind: str, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
         """The sensor tags (user, client-id) and bound for a connection, in Kafka's order, or None."""
+        key = (kind, user, client_id)
+        if key in self._resolved:
+            return self._resolved[key]
+        if len(self._resolved) > 10_000:  # many short-lived client ids: forget, do not grow
+            self._resolved.clear()
+        found = self._resolved[key] = self._resolve(kind, user, client_id)
+        return found
+
+    def _resolve(self, kind: str, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
         ents = self.entities
         order = (
             (((CLIENT_ID, client_id), (USER, user)), (user, client_id)),
