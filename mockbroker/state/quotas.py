@@ -34,6 +34,7 @@ PRODUCE, FETCH, REQUEST, MUTATION = "producer_byte_rate", "consumer_byte_rate", 
 # key -> integral (Kafka's LONG / INT keys refuse fractions)
 USER_CLIENT_KEYS = {PRODUCE: True, FETCH: True, REQUEST: False, MUTATION: False}
 IP_KEYS = {"connection_creation_rate": True}
+THROTTLING = frozenset((PRODUCE, FETCH, REQUEST))  # the keys the mock enforces (the others are stored only)
 _LIMITS = {PRODUCE: 2**63 - 1, FETCH: 2**63 - 1, "connection_creation_rate": 2**31 - 1}
 
 Entity = tuple[tuple[str, str | None], ...]  # sorted (type, name) pairs; name None = the default entity
@@ -213,7 +214,7 @@ class ClientQuotas:
         self._changed()
 
     def _changed(self) -> None:
-        self.enabled = any(k[0][0] != IP for k in self.entities)
+        self.enabled = any(THROTTLING.intersection(values) for values in self.entities.values())
         self.sensors.clear()  # Kafka re-targets its sensors on a change; starting afresh is simpler
         self._resolved.clear()
 
