@@ -261,6 +261,21 @@ class MockCluster:
                                       **filters: Any) -> bool:
         return await _poll(lambda: len(self.journal.entries(api=api, **filters)) >= count, timeout)
 
+    # -- client quotas (see mockbroker.state.quotas) -------------------------------------------
+    def set_quota(self, entity: Mapping[str, str | None], **values: float | None) -> None:
+        """Set client quotas as AlterClientQuotas does, e.g. ``set_quota({"user": "alice", "client-id": None},
+        producer_byte_rate=102400)``: entity types user / client-id / ip, a None name is the type's default
+        entity, a None value removes the key.  Kafka's checks apply (KafkaError INVALID_REQUEST)."""
+        self.call(self.state.quotas.alter, dict(entity), list(values.items()))
+
+    def quotas(self) -> list[dict[str, Any]]:
+        """Every entity with quotas: ``[{"entity": {"user": "alice"}, "values": {"producer_byte_rate": ...}}]``."""
+        found = self.call(self.state.quotas.describe, [])
+        return [{"entity": dict(entity), "values": values} for entity, values in found]
+
+    def clear_quotas(self) -> None:
+        self.call(self.state.quotas.clear)
+
     # -- cluster actions ----------------------------------------------------------------------
     def server(self, node_id: int) -> BrokerServer:
         found = next((b for b in self.brokers if b.node_id == node_id), None)

@@ -1,5 +1,5 @@
 """The HTTP control API (aiohttp): topics and records, faults, cluster actions, the journal, groups,
-reset and health, so tests in any language can drive a mock cluster.  ``openapi.yaml`` beside this
+client quotas, reset and health, so tests in any language can drive a mock cluster.  ``openapi.yaml`` beside this
 file documents every route; ``GET /openapi.yaml`` serves it.
 
 Handlers run on the cluster's event loop, so they read and change state directly.  Errors are JSON
@@ -184,6 +184,26 @@ async def post_records(request: web.Request) -> web.Response:
     return web.json_response({"written": written}, status=201)
 
 
+# -- client quotas ----------------------------------------------------------------------------------
+async def list_quotas(request: web.Request) -> web.Response:
+    return web.json_response({"quotas": _cluster(request).quotas()})
+
+
+async def set_quota(request: web.Request) -> web.Response:
+    body = await _body(request)
+    entity, values = body.get("entity"), body.get("values")
+    if not isinstance(entity, dict) or not isinstance(values, dict):
+        raise _fail(400, "give entity (an object of entity type to name) and values (key to number or null)")
+    cluster = _cluster(request)
+    cluster.state.quotas.alter(entity, list(values.items()))
+    return web.json_response({"quotas": cluster.quotas()})
+
+
+async def clear_quotas(request: web.Request) -> web.Response:
+    _cluster(request).state.quotas.clear()
+    return web.Response(status=204)
+
+
 # -- faults -----------------------------------------------------------------------------------------
 def _fault_id(request: web.Request) -> int:
     try:
@@ -281,6 +301,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/faults/{id}/wait", wait_fault),
     ("GET", "/journal", get_journal), ("DELETE", "/journal", clear_journal),
     ("GET", "/groups", list_groups), ("GET", "/groups/{id}", get_group),
+    ("GET", "/quotas", list_quotas), ("POST", "/quotas", set_quota), ("DELETE", "/quotas", clear_quotas),
 ]
 
 

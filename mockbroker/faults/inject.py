@@ -19,14 +19,12 @@ from mockbroker.faults.responses import PARTITIONED, error_response, supports
 from mockbroker.faults.rules import FaultRule
 from mockbroker.handlers.registry import NO_RESPONSE
 from mockbroker.server.connection import CloseConnection
+from mockbroker.server.throttle import CLIENT_THROTTLING_FROM, throttled
+
+__all__ = ["CLIENT_THROTTLING_FROM", "run"]
 
 log = logging.getLogger("mockbroker.faults")
 CRC_AT = 17  # byte offset of a v2 batch's CRC
-
-# First request version whose clients apply throttling themselves (KIP-219): from here Kafka answers at
-# once and mutes the connection; before, it holds the answer for the throttle time.
-CLIENT_THROTTLING_FROM = {0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
-                          18: 2, 19: 3, 20: 2, 22: 1, 23: 3, 24: 1, 25: 1, 26: 1, 28: 1, 37: 1, 42: 1}
 
 
 async def _hang(ctx: Any) -> Any:
@@ -132,8 +130,10 @@ def _after(answer: Any, rules: list[FaultRule], ctx: Any,
     throttle = _first(rules, "throttle")
     delay = _first(rules, "delay")
     truncate = _first(rules, "truncate")
-    if throttle is not None and hasattr(answer, "throttle_time_ms"):
-        answer.throttle_time_ms = throttle.throttle_ms
+    if throttle is not None:
+        ctx.throttle_ms = max(ctx.throttle_ms, throttle.throttle_ms)
+        if hasattr(answer, "throttle_time_ms"):
+            answer.throttle_time_ms = throttle.throttle_ms
     if throttle is None and delay is None and truncate is None:
         return finish(answer)
     return _timed(ctx, answer, finish, throttle, delay, truncate)
@@ -144,14 +144,12 @@ async def _timed(ctx: Any, answer: Any, finish: Callable[[Any], list[Any] | None
     if delay is not None:
         await asyncio.sleep(delay.delay_ms / 1000)
     buffers = finish(answer)  # after the delay, so the journal's latency includes it
+    if inspect.isawaitable(buffers):  # throttled by a client quota as well
+        buffers = await buffers
     if truncate is not None and buffers:
         data = b"".join(bytes(b) for b in buffers)
         ctx.connection.write([data[: max(len(data) // 2, 5)]])
         raise CloseConnection(f"fault rule #{truncate.id}: answer truncated to half its bytes")
     if throttle is not None:
-        client_side = ctx.api_version >= CLIENT_THROTTLING_FROM.get(ctx.api_key, 0)
-        if client_side and buffers:
-            ctx.connection.write(buffers)  # answer now, then mute the connection for the throttle time
-            buffers = None
-        await asyncio.sleep(throttle.throttle_ms / 1000)
+        buffers = await throttled(ctx, buffers, throttle.throttle_ms)
     return buffers

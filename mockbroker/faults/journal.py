@@ -2,7 +2,8 @@
 
 An entry holds the time, broker, connection, client id and software (from ApiVersions v3+), API and
 version, correlation id, latency, what the request was about (topics, partitions, groups,
-transactional id), the error codes of the answer and the fault rules that acted on it.  Query it from
+transactional id), the error codes of the answer, the fault rules that acted on it and the throttle
+time (``throttle_ms``: client quotas or a throttle rule muted the connection).  Query it from
 Python (:meth:`Journal.entries`), export it as JSON lines, or read it over the HTTP control API.
 """
 
@@ -25,12 +26,12 @@ class JournalEntry:
     what Python's cycle collector walks: its full passes are the broker's longest pauses."""
 
     __slots__ = ("_about", "_errors", "_faults", "api", "api_key", "broker", "client_id", "client_software",
-                 "connection", "correlation_id", "latency_ms", "outcome", "seq", "time_ms", "version")
+                 "connection", "correlation_id", "latency_ms", "outcome", "seq", "throttle_ms", "time_ms", "version")
 
     def __init__(self, seq: int, time_ms: int, broker: int, connection: str, client_id: str | None,
                  client_software: str | None, api: str, api_key: int, version: int, correlation_id: int,
                  latency_ms: float = -1.0, about: Any = None, errors: Iterable[str] = (),
-                 faults: Iterable[int] = (), outcome: str = "pending") -> None:
+                 faults: Iterable[int] = (), outcome: str = "pending", throttle_ms: int = 0) -> None:
         self.seq = seq
         self.time_ms = time_ms
         self.broker = broker
@@ -47,6 +48,7 @@ class JournalEntry:
         self._errors = errors if type(errors) is tuple else tuple(errors)
         self._faults = faults if type(faults) is tuple else tuple(faults)
         self.outcome = outcome  # answered, no response (acks=0), closed, pending
+        self.throttle_ms = throttle_ms  # how long the connection was muted / the answer held after this request
 
     @property
     def about(self) -> dict[str, Any]:
@@ -66,7 +68,7 @@ class JournalEntry:
                 "client_id": self.client_id, "client_software": self.client_software, "api": self.api,
                 "api_key": self.api_key, "version": self.version, "correlation_id": self.correlation_id,
                 "latency_ms": self.latency_ms, "about": self.about, "errors": self.errors, "faults": self.faults,
-                "outcome": self.outcome}
+                "outcome": self.outcome, "throttle_ms": self.throttle_ms}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, JournalEntry) and self.to_dict() == other.to_dict()
@@ -116,9 +118,11 @@ class Journal:
         return entry
 
     @staticmethod
-    def finish(entry: JournalEntry, latency_ms: float, outcome: str, codes: Iterable[int] = ()) -> None:
+    def finish(entry: JournalEntry, latency_ms: float, outcome: str, codes: Iterable[int] = (),
+               throttle_ms: int = 0) -> None:
         entry.latency_ms = round(latency_ms, 3)
         entry.outcome = outcome
+        entry.throttle_ms = throttle_ms
         if codes:
             entry._errors = tuple(error_name(c) for c in codes)
 

@@ -22,6 +22,7 @@ from mockbroker.faults import inject
 from mockbroker.faults.facts import request_facts, response_error_codes
 from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_list
 from mockbroker.protocol import api
+from mockbroker.server import throttle
 from mockbroker.server.connection import CloseConnection, Connection
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
+    throttle_ms: int = 0  # what quotas or fault rules throttled this request by (the journal shows it)
 
     @property
     def cluster(self) -> ClusterState:
@@ -94,7 +96,8 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
     faults, journal = cluster.faults, cluster.journal
     if broker.partitioned:  # a network partition: nothing comes back
         return _hang(conn)
-    if not (faults.rules or journal.enabled):
+    quotas_on = cluster.quotas.enabled
+    if not (faults.rules or journal.enabled or quotas_on):
         return _answer(ctx, _call(ctx, handler.fn, request.body), None)
     fired: list[Any] = []
     facts = None
@@ -114,12 +117,17 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         if entry is not None:
             outcome = "no response" if body is NO_RESPONSE else "answered"
             journal.finish(entry, (time.perf_counter() - started) * 1000, outcome,
-                           () if body is NO_RESPONSE else response_error_codes(api_key, body))
+                           () if body is NO_RESPONSE else response_error_codes(api_key, body), ctx.throttle_ms)
         if body is NO_RESPONSE:
             return None
         return api.encode_response(api_key, version, correlation_id, body)
 
     try:
+        if quotas_on:  # client quotas: measure the request and throttle it (mockbroker.server.throttle)
+            handle, quota_finish = throttle.with_quotas(ctx, len(frame), lambda b: _call(ctx, handler.fn, b), finish)
+            if fired:
+                return inject.run(ctx, request.body, fired, facts, handle, quota_finish)  # type: ignore[arg-type]
+            return _answer(ctx, handle(request.body), quota_finish)
         if fired:
             return inject.run(ctx, request.body, fired, facts, lambda b: _call(ctx, handler.fn, b), finish)  # type: ignore[arg-type]
         return _answer(ctx, _call(ctx, handler.fn, request.body), finish)
@@ -152,7 +160,10 @@ async def _finish(ctx: RequestContext, pending: Awaitable[Any], finish: Any) -> 
     except KafkaError as exc:
         raise CloseConnection(f"{api.api_name(ctx.api_key)} v{ctx.api_version} failed: {exc}") from None
     if finish is not None:
-        return finish(body)  # type: ignore[no-any-return]
+        result = finish(body)
+        if inspect.isawaitable(result):  # a throttled answer (client quotas)
+            return await result  # type: ignore[no-any-return]
+        return result  # type: ignore[no-any-return]
     if body is NO_RESPONSE:
         return None
     return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)

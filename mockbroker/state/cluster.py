@@ -26,6 +26,7 @@ from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.log_admin import LogDirs
 from mockbroker.state.producers import ProducerRegistry
+from mockbroker.state.quotas import ClientQuotas
 from mockbroker.state.reassignments import Reassignments
 from mockbroker.state.retention import LogMaintenance
 from mockbroker.state.transactions import COORDINATOR_EPOCH, TransactionCoordinator
@@ -133,6 +134,7 @@ class ClusterState:
         self.faults = FaultSet(self.clock)
         self.journal = Journal(self.config["mock.journal.max.entries"])
         self.acls = Authorizer(self.config)  # ACLs; checks only while `authorizer.class.name` is set
+        self.quotas = ClientQuotas(self.config, self.clock)  # client quotas and their throttling
         self._placement = 0
         # log, replica and feature admin (issue 9): log directories, reassignments, feature levels
         self.log_dirs = LogDirs(self)

@@ -61,6 +61,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "authorizer.class.name": ("", str),
     "super.users": ("", str),
     "allow.everyone.if.no.acl.found": (False, bool),
+    # client quotas (mockbroker.state.quotas): Kafka's sample count and sample length
+    "quota.window.num": (11, int),
+    "quota.window.size.seconds": (1, int),
 }
 
 # topic name -> broker name it defaults from
@@ -102,6 +105,8 @@ def _check(name: str, value: Any) -> None:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid compression.type {value!r}")
     if name.endswith("timestamp.type") and value not in TIMESTAMP_TYPES:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}")
+    if name in ("quota.window.num", "quota.window.size.seconds") and value < 1:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} must be at least 1, got {value}")
 
 
 class BrokerConfig:

@@ -125,6 +125,16 @@ def test_the_whole_api_with_a_real_client(cluster: MockCluster) -> None:
     assert api.call("GET", "/journal?broker=x").status == 400
     assert api.call("DELETE", "/journal").status == 204
 
+    # client quotas
+    assert api.call("POST", "/quotas", {"entity": {"user": None}, "values": {"producer_byte_rate": 1048576}}).json() \
+        == {"quotas": [{"entity": {"user": None}, "values": {"producer_byte_rate": 1048576.0}}]}
+    assert api.call("POST", "/quotas", {"entity": {"user": "a"}, "values": {"producer_byte_rate": 0}}).status == 400
+    assert api.call("POST", "/quotas", {"entity": {"user": None}, "values": {"producer_byte_rate": None}}).json() \
+        == {"quotas": []}
+    api.call("POST", "/quotas", {"entity": {"client-id": "c"}, "values": {"request_percentage": 50}})
+    assert len(api.call("GET", "/quotas").json()["quotas"]) == 1
+    assert api.call("DELETE", "/quotas").status == 204 and cluster.quotas() == []
+
     # reset, delete
     assert api.call("DELETE", "/topics/orders").status == 204
     assert api.call("DELETE", "/topics/orders").status == 404
