@@ -11,6 +11,7 @@ Behavior:
   user or client-id -> INVALID_REQUEST; an entity type other than user / client-id / ip ->
   UNSUPPORTED_VERSION. Each refusal is logged.
 
+- With ACLs on: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED for the whole answer.
 Version notes: v1 is the flexible version; the fields are the same.
 """
 
@@ -19,7 +20,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
@@ -30,6 +32,9 @@ log = logging.getLogger("mockbroker.quotas")
 
 @register(48, 0, 1)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize_cluster(ctx, authz.DESCRIBE_CONFIGS):
+        return RESP.DescribeClientQuotasResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                 error_message=None, entries=None)
     components = [(c.entity_type, c.match_type, c.match) for c in req.components]
     try:
         found = ctx.cluster.quotas.describe(components, req.strict)

@@ -11,6 +11,7 @@ Behavior:
   an entity named twice in one request is answered once with "Ignoring duplicate entity" (its first
   alteration stands, as in Kafka). A refused entity changes nothing; each refusal is logged.
 - validate_only runs every check and changes nothing.
+- With ACLs on: ALTER_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every entry.
 
 Version notes: v1 is the flexible version; the fields are the same.
 """
@@ -21,6 +22,7 @@ import logging
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
@@ -33,11 +35,14 @@ log = logging.getLogger("mockbroker.quotas")
 @register(49, 0, 1)
 def handle(ctx: Any, req: Any) -> Any:
     results: dict[Any, tuple[list[Any], int, str | None]] = {}
+    allowed = authz.authorize_cluster(ctx, authz.ALTER_CONFIGS)
     for entry in req.entries:
         pairs = [(e.entity_type, e.entity_name) for e in entry.entity]
         key = entity_key(pairs)
         wire = [RESP.EntityData(entity_type=t, entity_name=n) for t, n in pairs]
-        if key in results:
+        if not allowed:
+            code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
+        elif key in results:
             code, message = ErrorCode.INVALID_REQUEST, f"Ignoring duplicate entity {describe_entity(key)}"
         else:
             ops = [(op.key, None if op.remove else op.value) for op in entry.ops]

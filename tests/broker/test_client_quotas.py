@@ -308,3 +308,15 @@ def test_a_fault_rule_throttle_shows_in_the_journal_too(one: MockCluster) -> Non
 def test_quota_window_configs_must_be_positive(key: str) -> None:
     with pytest.raises(KafkaError):
         MockCluster(config={key: 0})
+
+
+def test_quota_apis_need_cluster_config_rights_when_acls_are_on() -> None:
+    config = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with MockCluster(brokers=1, config=config) as cluster, WireClient(cluster.brokers[0].port) as c:
+        refused = alter(c, {"user": "alice"}, {"producer_byte_rate": 1024.0})
+        assert refused.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert describe(c, []).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert cluster.quotas() == []
+        cluster.add_acl("CLUSTER", "kafka-cluster", "User:ANONYMOUS", "ALTER_CONFIGS")  # implies DESCRIBE_CONFIGS
+        assert alter(c, {"user": "alice"}, {"producer_byte_rate": 1024.0}).error_code == 0
+        assert found(describe(c, [])) == {(("user", "alice"),): {"producer_byte_rate": 1024.0}}
