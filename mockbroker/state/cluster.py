@@ -18,6 +18,7 @@ from mockbroker.faults.rules import FaultSet
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.consumer_groups import ConsumerGroupLogic
+from mockbroker.state.credentials import CredentialStore
 from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.producers import ProducerRegistry
@@ -55,6 +56,12 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None = None
+    # listener name -> advertised (host, port); host/port above are the first listener's
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """(host, port) clients of ``listener`` are told to use (Kafka answers per listener)."""
+        return self.endpoints.get(listener, (self.host, self.port))
 
 
 @dataclass
@@ -125,14 +132,16 @@ class ClusterState:
         self.drop_produce_responses = 0  # test hook: close the connection after this many appends
         self.faults = FaultSet(self.clock)
         self.journal = Journal(self.config["mock.journal.max.entries"])
+        self.credentials = CredentialStore()  # SASL users (PLAIN passwords, SCRAM credentials)
         self._placement = 0
 
     @property
     def cluster_id(self) -> str:
         return self.config["cluster.id"]
 
-    def add_broker(self, node_id: int, host: str, port: int, rack: str | None = None) -> BrokerInfo:
-        info = BrokerInfo(node_id, host, port, rack)
+    def add_broker(self, node_id: int, host: str, port: int, rack: str | None = None,
+                   endpoints: dict[str, tuple[str, int]] | None = None) -> BrokerInfo:
+        info = BrokerInfo(node_id, host, port, rack, dict(endpoints or {}))
         self.brokers[node_id] = info
         return info
 

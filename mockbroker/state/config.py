@@ -42,6 +42,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "log.retention.ms": (604800000, int),
     "log.retention.bytes": (-1, int),
     "log.cleanup.policy": ("delete", str),
+    # SASL (mockbroker.server.sasl); Kafka's default is GSSAPI, which the mock does not speak
+    "sasl.enabled.mechanisms": ("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", str),
+    "connections.max.reauth.ms": (0, int),
 }
 
 # topic name -> broker name it defaults from
