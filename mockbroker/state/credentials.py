@@ -8,10 +8,10 @@ log in with that SCRAM mechanism and not with PLAIN.
 
 Nothing here logs or returns a password, salt or key: reprs hide them.
 
-Kafka's checks (ScramControlManager / ControllerApis), each failing the whole user's alterations:
-empty name UNACCEPTABLE_CREDENTIAL; a mechanism other than 1 (SCRAM-SHA-256) or 2 (SCRAM-SHA-512)
-UNSUPPORTED_SASL_MECHANISM; the same user and mechanism twice DUPLICATE_RESOURCE; iterations outside
-4096..16384 UNACCEPTABLE_CREDENTIAL; deleting a credential that does not exist RESOURCE_NOT_FOUND.
+Kafka's checks (KRaft ScramControlManager): empty name UNACCEPTABLE_CREDENTIAL; a mechanism other
+than 1 (SCRAM-SHA-256) or 2 (SCRAM-SHA-512) UNSUPPORTED_SASL_MECHANISM; a user altered twice in one
+request (any mechanisms) DUPLICATE_RESOURCE; iterations outside 4096..16384 UNACCEPTABLE_CREDENTIAL;
+deleting a credential that does not exist RESOURCE_NOT_FOUND.
 """
 
 from __future__ import annotations
@@ -123,48 +123,66 @@ class CredentialStore:
 
     # -- AlterUserScramCredentials ---------------------------------------------------------------
     def alter(self, deletions: list[tuple[str, int]], upsertions: list[Upsertion]) -> list[tuple[str, int, str | None]]:
-        """Apply the alterations user by user: a user with any bad alteration gets its error and none of
-        its alterations are applied.  Returns (user, error code, message) per user, in request order."""
-        users = list(dict.fromkeys([n for n, _m in deletions] + [u.name for u in upsertions]))
-        results = []
-        for user in users:
-            dels = [m for n, m in deletions if n == user]
-            ups = [u for u in upsertions if u.name == user]
-            try:
-                self._check(user, dels, ups)
-            except KafkaError as exc:
-                results.append((user, exc.code, exc.message))
+        """Kafka's ScramControlManager.alterCredentials: a user may be named once per request (a second
+        alteration of the same user, whatever the mechanism, is DUPLICATE_RESOURCE and cancels the first);
+        valid ones are applied.  Returns (user, error code, message): deletions done, upsertions done,
+        then the refused users."""
+        to_delete: dict[str, int] = {}
+        to_upsert: dict[str, Upsertion] = {}
+        errors: dict[str, KafkaError] = {}
+        twice = KafkaError(ErrorCode.DUPLICATE_RESOURCE,
+                           "A user credential cannot be altered twice in the same request")
+        for name, mechanism in deletions:
+            if name in errors:
                 continue
-            creds = self._scram.setdefault(user, {})
-            for mechanism in dels:
-                creds.pop(mechanism, None)
-            for up in ups:
-                creds[up.mechanism] = ScramCredential.from_salted_password(
-                    SCRAM_MECHANISMS[up.mechanism][1], up.salt, up.salted_password, up.iterations)
+            if to_delete.pop(name, None) is not None:
+                errors[name] = twice
+                continue
+            try:
+                self._check_deletion(name, mechanism)
+                to_delete[name] = mechanism
+            except KafkaError as exc:
+                errors[name] = exc
+        for up in upsertions:
+            if up.name in errors:
+                continue
+            if to_delete.pop(up.name, None) is not None or to_upsert.pop(up.name, None) is not None:
+                errors[up.name] = twice
+                continue
+            try:
+                self._check_upsertion(up)
+                to_upsert[up.name] = up
+            except KafkaError as exc:
+                errors[up.name] = exc
+        results: list[tuple[str, int, str | None]] = []
+        for name, mechanism in to_delete.items():
+            creds = self._scram[name]
+            del creds[mechanism]
             if not creds:
-                del self._scram[user]
-            results.append((user, 0, None))
+                del self._scram[name]
+            results.append((name, 0, None))
+        for name, up in to_upsert.items():
+            self._scram.setdefault(name, {})[up.mechanism] = ScramCredential.from_salted_password(
+                SCRAM_MECHANISMS[up.mechanism][1], up.salt, up.salted_password, up.iterations)
+            results.append((name, 0, None))
+        results.extend((name, exc.code, exc.message) for name, exc in errors.items())
         return results
 
-    def _check(self, user: str, dels: list[int], ups: list[Upsertion]) -> None:
-        if not user:
+    @staticmethod
+    def _check_name_and_mechanism(name: str, mechanism: int) -> None:
+        if not name:
             raise KafkaError(ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-        mechanisms = dels + [u.mechanism for u in ups]
-        for mechanism in mechanisms:
-            if mechanism not in SCRAM_MECHANISMS:
-                raise KafkaError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
-        if len(set(mechanisms)) != len(mechanisms):
-            raise KafkaError(ErrorCode.DUPLICATE_RESOURCE,
-                             "A user credential cannot be altered twice in the same request")
-        for up in ups:
-            if up.iterations < MIN_ITERATIONS:
-                raise KafkaError(ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
-            if up.iterations > MAX_ITERATIONS:
-                raise KafkaError(ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
-            if not up.salt or not up.salted_password:
-                raise KafkaError(ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
-        existing = self._scram.get(user, {})
-        for mechanism in dels:
-            if mechanism not in existing:
-                raise KafkaError(ErrorCode.RESOURCE_NOT_FOUND,
-                                 "Attempt to delete a user credential that does not exist")
+        if mechanism not in SCRAM_MECHANISMS:
+            raise KafkaError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+
+    def _check_deletion(self, name: str, mechanism: int) -> None:
+        self._check_name_and_mechanism(name, mechanism)
+        if mechanism not in self._scram.get(name, {}):
+            raise KafkaError(ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
+
+    def _check_upsertion(self, up: Upsertion) -> None:
+        self._check_name_and_mechanism(up.name, up.mechanism)
+        if up.iterations < MIN_ITERATIONS:
+            raise KafkaError(ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
+        if up.iterations > MAX_ITERATIONS:
+            raise KafkaError(ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
