@@ -1,9 +1,9 @@
 """SASL on one connection of a SASL_PLAINTEXT or SASL_SSL listener: Kafka's server-side state machine.
 
 States (Kafka's SaslServerAuthenticator): HANDSHAKE (ApiVersions and SaslHandshake allowed),
-AUTHENTICATE (after a handshake: SaslAuthenticate, or after a v0 handshake bare length-prefixed SASL
-tokens that are not Kafka requests), COMPLETE.  Before COMPLETE any other request closes the
-connection ("Unexpected Kafka request of type ... during SASL handshake").  A failed authentication
+AUTHENTICATE (after a handshake: only SaslAuthenticate, or after a v0 handshake bare length-prefixed
+SASL tokens that are not Kafka requests), COMPLETE.  Before COMPLETE any other request closes the
+connection ("Unexpected Kafka request of type ... during SASL handshake/authentication").  A failed authentication
 answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection (in the raw v0
 flow it just closes).  An unknown mechanism answers UNSUPPORTED_SASL_MECHANISM with the enabled
 mechanisms (``sasl.enabled.mechanisms``) and closes.
@@ -33,7 +33,7 @@ log = logging.getLogger("mockbroker.sasl")
 
 HANDSHAKE, AUTHENTICATE, COMPLETE, FAILED = "handshake", "authenticate", "complete", "failed"
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-PRE_AUTH_APIS = (17, 18, 36)  # SaslHandshake, ApiVersions, SaslAuthenticate
+HANDSHAKE_APIS = (17, 18)  # SaslHandshake, ApiVersions; after the handshake only SaslAuthenticate (36)
 
 
 class SaslFailure(Exception):
@@ -146,9 +146,13 @@ class SaslSession:
         """Why this request closes the connection (None: let it through)."""
         if self.state == FAILED:
             return "SASL authentication failed on this connection"
-        if self.state != COMPLETE:
-            if api_key not in PRE_AUTH_APIS:
+        if self.state == HANDSHAKE:
+            if api_key not in HANDSHAKE_APIS:
                 return f"Unexpected Kafka request of type {api_name} during SASL handshake."
+            return None
+        if self.state == AUTHENTICATE:
+            if api_key != 36:
+                return f"Unexpected Kafka request of type {api_name} during SASL authentication."
             return None
         if api_key == 17:  # a handshake starts re-authentication, even past expiry
             return None
