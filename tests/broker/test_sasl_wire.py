@@ -44,7 +44,8 @@ def _principals(c: MockCluster) -> list[str]:
 @pytest.mark.parametrize("auth_version", [0, 1, 2])
 def test_handshake_v1_and_every_authenticate_version(sasl: MockCluster, mechanism: str, auth_version: int) -> None:
     with SaslWire(_sasl_port(sasl)) as w:
-        assert w.call(18, 3, AV.ApiVersionsRequest(client_software_name="t", client_software_version="1")).error_code == 0
+        versions = AV.ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        assert w.call(18, 3, versions).error_code == 0
         hs = w.handshake(mechanism, 1)
         assert hs.error_code == 0 and hs.mechanisms == MECHANISMS
         answers = w.authenticate(mechanism, "alice", "alice-secret", auth_version)
