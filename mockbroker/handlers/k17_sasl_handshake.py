@@ -9,6 +9,8 @@ Behavior:
 - On an authenticated connection it starts KIP-368 re-authentication; a different mechanism gets
   UNSUPPORTED_SASL_MECHANISM naming the one in use, then the connection closes.
 - On a listener without SASL: ILLEGAL_SASL_STATE (Kafka's "Unexpected handshake request").
+- Refusals close the connection `connection.failed.authentication.delay.ms` (100, as Kafka) after the
+  answer, so clients read it first.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
+from mockbroker.server.sasl import failed_auth_delay_s
 
 RESP = api.response_module(17)
 log = logging.getLogger("mockbroker.sasl")
@@ -38,7 +41,7 @@ def handle(ctx: Any, req: Any) -> Any:
         sasl.handshake(req.mechanism, ctx.api_version)
     except KafkaError as exc:
         log.warning("broker %s: SaslHandshake from %s: %s", ctx.broker_id, conn.peer, exc)
-        conn.close_soon(f"SaslHandshake refused: {exc}")
+        conn.close_soon(f"SaslHandshake refused: {exc}", failed_auth_delay_s(ctx.cluster.config))
         mechanisms = [previous] if reauth and previous else sasl.enabled
         return RESP.SaslHandshakeResponse(error_code=exc.code, mechanisms=mechanisms)
     return RESP.SaslHandshakeResponse(error_code=0, mechanisms=list(sasl.enabled))

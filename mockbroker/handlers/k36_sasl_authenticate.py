@@ -12,6 +12,8 @@ Behavior:
   during re-authentication"), then the connection closes.
 - After authentication completed, or on a listener without SASL: ILLEGAL_SASL_STATE ("SaslAuthenticate
   request received after successful authentication"); the connection stays open.
+- Refusals close the connection `connection.failed.authentication.delay.ms` (100, as Kafka) after the
+  answer, so clients read it first.
 - Tokens and passwords are never logged.
 """
 
@@ -23,7 +25,7 @@ from typing import Any
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
-from mockbroker.server.sasl import SaslFailure
+from mockbroker.server.sasl import SaslFailure, failed_auth_delay_s
 
 RESP = api.response_module(36)
 log = logging.getLogger("mockbroker.sasl")
@@ -43,7 +45,7 @@ def handle(ctx: Any, req: Any) -> Any:
     except SaslFailure as exc:
         log.warning("broker %s: SASL %s authentication from %s failed: %s", ctx.broker_id, sasl.mechanism,
                     conn.peer, exc)
-        conn.close_soon("SASL authentication failed")
+        conn.close_soon("SASL authentication failed", failed_auth_delay_s(ctx.cluster.config))
         return RESP.SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
                                              error_message=str(exc))
     except KafkaError as exc:

@@ -237,9 +237,10 @@ class Connection(asyncio.BufferedProtocol):
             if self.transport is not None and not self.closed:
                 self.transport.resume_reading()
 
-    def close_soon(self, reason: str) -> None:
-        """Close once the response being written has gone out (Kafka's 'send this, then disconnect')."""
-        asyncio.get_running_loop().call_soon(self.close, reason)
+    def close_soon(self, reason: str, delay_s: float = 0.0) -> None:
+        """Close after the response being written has gone out (Kafka's 'send this, then disconnect'),
+        ``delay_s`` later (Kafka's connection.failed.authentication.delay.ms)."""
+        asyncio.get_running_loop().call_later(delay_s, self.close, reason)
 
     def close(self, reason: str) -> None:
         if self.closed:

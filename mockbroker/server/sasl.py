@@ -4,8 +4,9 @@ States (Kafka's SaslServerAuthenticator): HANDSHAKE (ApiVersions and SaslHandsha
 AUTHENTICATE (after a handshake: only SaslAuthenticate, or after a v0 handshake bare length-prefixed
 SASL tokens that are not Kafka requests), COMPLETE.  Before COMPLETE any other request closes the
 connection ("Unexpected Kafka request of type ... during SASL handshake/authentication").  A failed authentication
-answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection (in the raw v0
-flow it just closes).  An unknown mechanism answers UNSUPPORTED_SASL_MECHANISM with the enabled
+answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection
+``connection.failed.authentication.delay.ms`` (100) later, so clients read the answer first (in the raw
+v0 flow it just closes).  An unknown mechanism answers UNSUPPORTED_SASL_MECHANISM with the enabled
 mechanisms (``sasl.enabled.mechanisms``) and closes.
 
 KIP-368: with ``connections.max.reauth.ms`` > 0 a session lasts that long (SaslAuthenticate v1+
@@ -14,20 +15,25 @@ re-authentication: same mechanism (else UNSUPPORTED_SASL_MECHANISM naming the on
 principal (else SASL_AUTHENTICATION_FAILED "Cannot change principals during re-authentication").
 The first request other than a re-authentication after the session expired closes the connection.
 
-Mechanisms: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802/7677, server side from ``scramp``).
+Mechanisms: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802/7677, checked as Kafka's ScramSaslServer).
 Tokens and passwords are never logged.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import logging
+import os
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
-from mockbroker.state.credentials import SCRAM_BY_NAME
+from mockbroker.state.credentials import SCRAM_BY_NAME, SCRAM_MECHANISMS
 
 if TYPE_CHECKING:
-    from mockbroker.state.credentials import CredentialStore
+    from mockbroker.state.credentials import CredentialStore, ScramCredential
 
 log = logging.getLogger("mockbroker.sasl")
 
@@ -43,6 +49,11 @@ class SaslFailure(Exception):
 def enabled_mechanisms(config: Any) -> list[str]:
     text = str(config.get("sasl.enabled.mechanisms", ",".join(SUPPORTED_MECHANISMS)))
     return [m.strip().upper() for m in text.split(",") if m.strip()]
+
+
+def failed_auth_delay_s(config: Any) -> float:
+    """Kafka's connection.failed.authentication.delay.ms: how long a refused connection stays open."""
+    return int(config.get("connection.failed.authentication.delay.ms", 100)) / 1000
 
 
 class PlainServer:
@@ -74,52 +85,87 @@ class PlainServer:
 
 
 class ScramServer:
-    """RFC 5802 server: client-first -> server-first, client-final -> server-final."""
+    """RFC 5802 server as Kafka's ScramSaslServer: client-first -> server-first, client-final ->
+    server-final.  As Kafka, the client-final nonce need only *end with* the server's nonce: librdkafka
+    2.0 (Debian's kcat) sends the client nonce twice and Kafka accepts it, so a strict RFC check (scramp's
+    server) would lock those clients out.  The SCRAM clients in the tests are scramp's."""
 
     def __init__(self, credentials: CredentialStore, mechanism: str) -> None:
-        import scramp
-
         self.mechanism = mechanism
+        self.hash = SCRAM_MECHANISMS[SCRAM_BY_NAME[mechanism]][1]
         self.credentials = credentials
         self.user: str | None = None
-        self._unknown = False
-
-        def lookup(username: str) -> tuple[bytes, bytes, bytes, int]:
-            name = username.replace("=2C", ",").replace("=3D", "=")  # Kafka's saslname decoding
-            cred = credentials.scram(name, mechanism)
-            if cred is None:  # go on with a dummy so the client learns nothing; fail at the proof
-                self._unknown = True
-                return b"\x00" * 16, b"\x00" * 64, b"\x00" * 64, 4096
-            self.user = name
-            return cred.salt, cred.stored_key, cred.server_key, cred.iterations
-
-        self._server = scramp.ScramMechanism(mechanism).make_server(lookup)
         self._round = 0
-        self._scram_exception = scramp.ScramException
+        self._cred: ScramCredential | None = None
+        self._client_first_bare = ""
+        self._server_first = ""
+        self._nonce = ""
+
+    def _invalid(self) -> SaslFailure:
+        return SaslFailure(f"Authentication failed during authentication due to invalid credentials with SASL "
+                           f"mechanism {self.mechanism}")
 
     def step(self, token: bytes) -> tuple[bool, bytes]:
         self._round += 1
         try:
             text = token.decode()
         except UnicodeDecodeError:
-            raise SaslFailure(f"Authentication failed during authentication due to invalid credentials "
-                              f"with SASL mechanism {self.mechanism}") from None
+            raise self._invalid() from None
+        if self._round == 1:
+            return False, self._first(text).encode()
+        if self._round == 2:
+            return True, self._final(text).encode()
+        raise self._invalid()
+
+    def _first(self, text: str) -> str:
+        gs2, _, bare = text.partition(",")
+        authzid, _, bare = bare.partition(",")
+        if gs2 not in ("n", "y") or (authzid and not authzid.startswith("a=")):
+            raise self._invalid()
+        fields = _scram_fields(bare)
+        name, client_nonce = fields.get("n"), fields.get("r")
+        if not name or not client_nonce:
+            raise self._invalid()
+        name = name.replace("=2C", ",").replace("=3D", "=")  # Kafka's saslname decoding
+        if authzid and authzid[2:] != name:
+            raise SaslFailure("Authentication failed: Client requested an authorization id that is different "
+                              "from username")
+        self.user = name
+        self._cred = self.credentials.scram(name, self.mechanism)
+        salt, iterations = (self._cred.salt, self._cred.iterations) if self._cred else (os.urandom(16), 4096)
+        self._client_first_bare = bare
+        self._nonce = client_nonce + secrets.token_urlsafe(18)
+        self._server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"
+        return self._server_first
+
+    def _final(self, text: str) -> str:
+        without_proof, _, proof_field = text.rpartition(",")
+        fields = _scram_fields(without_proof)
+        if not proof_field.startswith("p=") or not fields.get("r", "").endswith(self._nonce):
+            raise self._invalid()
+        cred = self._cred
+        auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         try:
-            if self._round == 1:
-                self._server.set_client_first(text)
-                return False, self._server.get_server_first().encode()
-            if self._round == 2:
-                self._server.set_client_final(text)
-                if self._unknown:
-                    raise SaslFailure("Authentication failed: Invalid user credentials")
-                return True, self._server.get_server_final().encode()
-        except self._scram_exception as exc:
-            if "proof" in str(exc).lower() or self._unknown:
-                raise SaslFailure("Authentication failed: Invalid user credentials") from None
-            raise SaslFailure(f"Authentication failed during authentication due to invalid credentials "
-                              f"with SASL mechanism {self.mechanism}") from None
-        raise SaslFailure(f"Authentication failed during authentication due to invalid credentials "
-                          f"with SASL mechanism {self.mechanism}")
+            proof = base64.b64decode(proof_field[2:], validate=True)
+        except ValueError:
+            raise self._invalid() from None
+        if cred is None:
+            raise SaslFailure("Authentication failed: Invalid user credentials")
+        signature = hmac.new(cred.stored_key, auth_message, self.hash).digest()
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=False))
+        if len(proof) != len(signature) or not hmac.compare_digest(
+                hashlib.new(self.hash, client_key).digest(), cred.stored_key):
+            raise SaslFailure("Authentication failed: Invalid user credentials")
+        return "v=" + base64.b64encode(hmac.new(cred.server_key, auth_message, self.hash).digest()).decode()
+
+
+def _scram_fields(text: str) -> dict[str, str]:
+    out = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if sep and len(key) == 1:
+            out.setdefault(key, value)
+    return out
 
 
 class SaslSession:
@@ -214,6 +260,3 @@ class SaslSession:
     def session_lifetime_ms(self) -> int:
         return self.reauth_ms if self.reauth_ms > 0 else 0
 
-
-def is_scram(mechanism: str) -> bool:
-    return mechanism in SCRAM_BY_NAME
