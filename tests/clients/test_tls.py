@@ -81,6 +81,21 @@ def test_confluent_kafka_over_ssl(tls: MockCluster, certs: Certs) -> None:
     tls.create_topic("ssl-confluent", 2)
     got = _round_trip_confluent(_confluent(tls.bootstrap_servers, certs), "ssl-confluent")
     assert got == sorted(f"v{i}".encode() for i in range(10))
+    big = bytes(range(256)) * 3500  # ~900 KB: a frame read into its own buffer, over uvloop's TLS
+    tls.create_topic("ssl-big", 1)
+    config = _confluent(tls.bootstrap_servers, certs, **{"compression.type": "none"})
+    producer = Producer(config)
+    producer.produce("ssl-big", big)
+    assert producer.flush(15) == 0
+    consumer = Consumer({**config, "group.id": "g-big", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["ssl-big"])
+    deadline, value = time.monotonic() + 30, None
+    while value is None and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            value = msg.value()
+    consumer.close()
+    assert value == big
 
 
 def test_confluent_kafka_over_sasl_ssl(tls: MockCluster, certs: Certs) -> None:
@@ -167,3 +182,34 @@ def test_a_ready_ssl_context(certs: Certs) -> None:
         producer = Producer(_confluent(c.bootstrap_servers, certs))
         producer.produce("c", b"x")
         assert producer.flush(15) == 0
+
+
+def test_plain_asyncio_tls_transport_with_large_frames(certs: Certs) -> None:
+    """The BufferedProtocol connection under asyncio's own TLS transport (the other tests run uvloop's):
+    frames above the 32 KiB staging threshold arrive whole."""
+    import asyncio
+    import struct
+
+    from mockbroker.protocol import api
+
+    md = api.request_module(3)
+    names = [f"missing-topic-{i:06d}" for i in range(20_000)]  # a ~500 KB request
+
+    async def run() -> tuple[int, int]:
+        async with MockCluster(listeners="SSL://127.0.0.1:0", ssl_certfile=certs.server_chain,
+                               ssl_keyfile=certs.server_key) as c:
+            assert not type(asyncio.get_running_loop()).__module__.startswith("uvloop")
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", c.server(0).port, ssl=ssl.create_default_context(cafile=certs.cafile))
+            body = md.MetadataRequest(topics=[md.MetadataRequestTopic(name=n) for n in names],
+                                      allow_auto_topic_creation=False)
+            frame = api.to_bytes(api.encode_request(3, 12, 7, body, "asyncio-tls"))
+            assert len(frame) > 400_000
+            writer.write(frame)
+            await writer.drain()
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            correlation_id, resp = api.decode_response(3, 12, await reader.readexactly(size))
+            writer.close()
+            return correlation_id, len(resp.topics)
+
+    assert asyncio.run(run()) == (7, len(names))
