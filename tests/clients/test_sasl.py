@@ -188,20 +188,32 @@ def test_kcat(sasl: MockCluster, mechanism: str) -> None:
     assert bad.returncode != 0 and "Authentication failed" in bad.stderr
 
 
-def test_librdkafka_reauthenticates_before_the_session_expires() -> None:
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python"])
+def test_clients_reauthenticate_before_the_session_expires(client: str) -> None:
     with MockCluster(listeners="SASL_PLAINTEXT://127.0.0.1:0", sasl_users={"alice": "s"}, topics={"r": 1},
                      config={"connections.max.reauth.ms": 1500}) as c:
-        producer = Producer({"bootstrap.servers": c.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
-                             "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": "s"})
-        deadline, sent = time.monotonic() + 5, 0  # three session lifetimes
+        if client == "confluent-kafka":
+            producer = Producer({"bootstrap.servers": c.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                                 "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": "s"})
+
+            def send(value: bytes) -> None:
+                producer.produce("r", value)
+                assert producer.flush(10) == 0
+        else:
+            from kafka import KafkaProducer
+
+            kp = KafkaProducer(bootstrap_servers=c.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
+                               sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice", sasl_plain_password="s")
+
+            def send(value: bytes) -> None:
+                kp.send("r", value).get(10)
+        deadline, sent = time.monotonic() + 5, 0  # three session lifetimes on one connection
         while time.monotonic() < deadline:
-            producer.produce("r", f"{sent}".encode())
-            assert producer.flush(10) == 0
+            send(f"{sent}".encode())
             sent += 1
             time.sleep(0.1)
-        handshakes = c.journal.entries(api="SaslHandshake")
         per_connection: dict[str, int] = {}
-        for entry in handshakes:
+        for entry in c.journal.entries(api="SaslHandshake"):
             per_connection[entry.connection] = per_connection.get(entry.connection, 0) + 1
         assert max(per_connection.values()) >= 3  # the same connection authenticated again and again
         assert not [e for e in c.journal.entries(api="SaslAuthenticate") if e.errors]

@@ -213,3 +213,30 @@ def test_plain_asyncio_tls_transport_with_large_frames(certs: Certs) -> None:
             return correlation_id, len(resp.topics)
 
     assert asyncio.run(run()) == (7, len(names))
+
+
+def test_serve_with_an_ssl_listener(certs: Certs) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "serve", "--listeners", "SSL://127.0.0.1:0",
+                             "--ssl-certfile", certs.server_chain, "--ssl-keyfile", certs.server_key, "--topic", "s:1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith("bootstrap.servers="), proc.stderr.read() if proc.poll() is not None else line
+        producer = Producer(_confluent(line.split("=", 1)[1], certs))
+        producer.produce("s", b"x")
+        assert producer.flush(15) == 0
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_serve_refuses_an_ssl_listener_without_a_certificate() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "mockbroker", "serve", "--listeners", "SSL://127.0.0.1:0"],
+                            capture_output=True, text=True, timeout=20)
+    assert result.returncode == 1 and "needs a certificate" in result.stderr and "Traceback" not in result.stderr
