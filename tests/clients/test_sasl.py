@@ -101,10 +101,8 @@ def test_kafka_python(sasl: MockCluster, mechanism: str) -> None:
         producer.send(topic, f"k{i}".encode())
     producer.flush(15)
     producer.close()
-    consumer = KafkaConsumer(topic, **auth, auto_offset_reset="earliest", consumer_timeout_ms=10000,
-                             group_id=f"g-{topic}")
-    got = sorted(m.value for m in consumer)[:10]
-    consumer.close()
+    consumer = KafkaConsumer(topic, **auth, auto_offset_reset="earliest", group_id=f"g-{topic}")
+    got = _poll_kafka_python(consumer, 10)
     assert got == sorted(f"k{i}".encode() for i in range(10))
 
 
@@ -256,3 +254,13 @@ def test_serve_with_listeners_and_sasl_users() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _poll_kafka_python(consumer: Any, count: int) -> list[bytes]:
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < count and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=500).values():
+            got += [r.value for r in records]
+    consumer.close()
+    return sorted(got)

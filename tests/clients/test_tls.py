@@ -126,10 +126,8 @@ def test_kafka_python_over_tls(tls: MockCluster, certs: Certs, protocol: str) ->
         producer.send(topic, f"k{i}".encode())
     producer.flush(15)
     producer.close()
-    consumer = KafkaConsumer(topic, **config, auto_offset_reset="earliest", consumer_timeout_ms=10000,
-                             group_id=f"g-{topic}")
-    got = sorted(m.value for m in consumer)
-    consumer.close()
+    consumer = KafkaConsumer(topic, **config, auto_offset_reset="earliest", group_id=f"g-{topic}")
+    got = _poll_kafka_python(consumer, 10)
     assert got == sorted(f"k{i}".encode() for i in range(10))
 
 
@@ -240,3 +238,13 @@ def test_serve_refuses_an_ssl_listener_without_a_certificate() -> None:
     result = subprocess.run([sys.executable, "-m", "mockbroker", "serve", "--listeners", "SSL://127.0.0.1:0"],
                             capture_output=True, text=True, timeout=20)
     assert result.returncode == 1 and "needs a certificate" in result.stderr and "Traceback" not in result.stderr
+
+
+def _poll_kafka_python(consumer: Any, count: int) -> list[bytes]:
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < count and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=500).values():
+            got += [r.value for r in records]
+    consumer.close()
+    return sorted(got)
