@@ -2,13 +2,15 @@
 
     mockbroker serve --brokers 3 --port 9092 --topic orders:6 --config key=value
     mockbroker serve --control-port 9644       # also the HTTP control API (docs: control/openapi.yaml)
+    mockbroker serve --listeners PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192 --sasl-user alice:secret
     mockbroker scenario run FILE [--app | --exec CMD] [--json]
     mockbroker scenario check FILE...
     mockbroker audit --bootstrap HOST:PORT --topic T [--json FILE]   # Spark job; needs mockbroker[spark]
     mockbroker decode FRAME...        # print decoded request frames (bytes after the size prefix)
 
 ``serve`` prints one line ``bootstrap.servers=HOST:PORT,...`` once it listens, so scripts can read
-it; ``--port 0`` picks free ports; Ctrl-C (or SIGTERM) shuts down cleanly.
+it (with several listeners, one more line ``listener.NAME=HOST:PORT,...`` per listener); ``--port 0``
+picks free ports; Ctrl-C (or SIGTERM) shuts down cleanly.
 """
 
 from __future__ import annotations
@@ -52,6 +54,16 @@ def _env_int(name: str, default: int | None) -> int | None:
         raise SystemExit(f"mockbroker: {name} must be a number, not {raw!r}") from None
 
 
+def _sasl_users(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        user, sep, password = item.partition(":")
+        if not sep or not user:
+            raise SystemExit("--sasl-user wants NAME:PASSWORD")
+        out[user] = password
+    return out
+
+
 def _configs(items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:
@@ -71,7 +83,12 @@ async def _serve(args: argparse.Namespace) -> int:
         cluster = MockCluster(brokers=args.brokers, host=args.host, port=args.port,
                               config=_configs(args.config), topics=topics, control_port=args.control_port,
                               control_host=args.control_host, control_token=args.control_token,
-                              advertised_host=args.advertised_host)
+                              advertised_host=args.advertised_host, listeners=args.listeners,
+                              advertised_listeners=args.advertised_listeners,
+                              listener_security_protocol_map=args.listener_security_protocol_map,
+                              sasl_users=_sasl_users(args.sasl_user), ssl_certfile=args.ssl_certfile,
+                              ssl_keyfile=args.ssl_keyfile, ssl_cafile=args.ssl_cafile,
+                              ssl_client_auth=args.ssl_client_auth)
         await cluster.start()
     except (OSError, KafkaError, ValueError) as exc:
         print(f"mockbroker: cannot start: {exc}", file=sys.stderr)
@@ -83,12 +100,36 @@ async def _serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
+    if len(cluster.security.listeners) > 1:
+        for spec in cluster.security.listeners:
+            print(f"listener.{spec.name}={cluster.bootstrap_for(spec.name)}", flush=True)
     if cluster.control_url:
         print(f"control={cluster.control_url}", flush=True)
     await stop.wait()
     await cluster.stop()
     logging.getLogger("mockbroker").info("stopped")
     return 0
+
+
+def _add_security_arguments(serve: Any) -> None:
+    env = os.environ.get
+    serve.add_argument("--listeners", default=env("MOCKBROKER_LISTENERS"),
+                       help="Kafka's listeners, e.g. PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192 "
+                            "(port 0 = free; broker n uses port + n; default: PLAINTEXT on --host/--port; "
+                            "$MOCKBROKER_LISTENERS)")
+    serve.add_argument("--advertised-listeners", default=env("MOCKBROKER_ADVERTISED_LISTENERS"),
+                       help="Kafka's advertised.listeners ($MOCKBROKER_ADVERTISED_LISTENERS)")
+    serve.add_argument("--listener-security-protocol-map", default=env("MOCKBROKER_LISTENER_SECURITY_PROTOCOL_MAP"),
+                       help="Kafka's listener.security.protocol.map, e.g. CLIENT:SASL_SSL")
+    serve.add_argument("--sasl-user", action="append", default=[], metavar="NAME:PASSWORD",
+                       help="a SASL user for PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (repeatable)")
+    serve.add_argument("--ssl-certfile", default=env("MOCKBROKER_SSL_CERTFILE"),
+                       help="PEM certificate chain (may hold the key) for SSL / SASL_SSL listeners")
+    serve.add_argument("--ssl-keyfile", default=env("MOCKBROKER_SSL_KEYFILE"), help="PEM private key")
+    serve.add_argument("--ssl-cafile", default=env("MOCKBROKER_SSL_CAFILE"),
+                       help="PEM CA of client certificates (mutual TLS)")
+    serve.add_argument("--ssl-client-auth", default=env("MOCKBROKER_SSL_CLIENT_AUTH"),
+                       choices=("none", "requested", "required"), help="Kafka's ssl.client.auth")
 
 
 def _add_scenario_parser(sub: Any) -> None:
@@ -146,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--control-token", default=os.environ.get("MOCKBROKER_CONTROL_TOKEN"),
                        help="require 'Authorization: Bearer TOKEN' on the control API "
                             "(default: $MOCKBROKER_CONTROL_TOKEN)")
+    _add_security_arguments(serve)
     serve.add_argument("--log-level", default="INFO")
     _add_scenario_parser(sub)
     args = parser.parse_args(argv)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 import mockbroker.handlers  # noqa: F401  (registers every handler)
 from mockbroker.faults import FaultRule, FaultSet, Journal
 from mockbroker.server.broker import BrokerServer
+from mockbroker.server.security import Security
 from mockbroker.state import broker_actions
 from mockbroker.state.acls import AclBinding, acl
 from mockbroker.state.cluster import ClusterState, Topic
@@ -51,11 +53,32 @@ class MockCluster:
         control_host: str = "127.0.0.1",
         control_token: str | None = None,
         advertised_host: str | None = None,
+        listeners: str | None = None,
+        advertised_listeners: str | None = None,
+        listener_security_protocol_map: str | None = None,
+        sasl_users: Mapping[str, str] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_cafile: str | None = None,
+        ssl_client_auth: str | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        # listeners, SASL users and TLS (mockbroker.server.security): keyword arguments or Kafka's config names
+        config = dict(config or {})
+        for key, value in (("listeners", listeners), ("advertised.listeners", advertised_listeners),
+                           ("listener.security.protocol.map", listener_security_protocol_map)):
+            if value is not None:
+                config[key] = value
         self.state = ClusterState(config, clock)
         self.host = host
+        self.security = Security.from_options(self.state.config, host, port, ssl_context=ssl_context,
+                                              ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
+                                              ssl_cafile=ssl_cafile, ssl_client_auth=ssl_client_auth)
+        self._sasl_users = dict(sasl_users or {})
+        for user, password in self._sasl_users.items():
+            self.state.credentials.add_user(user, password)
         # what Metadata tells clients to connect to (a wildcard listen address is no place to connect to)
         self.advertised_host = advertised_host or ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host)
         self._base_port = port
@@ -74,10 +97,10 @@ class MockCluster:
         self._loop = asyncio.get_running_loop()
         for node_id in range(self._count):
             port = self._base_port + node_id if self._base_port else 0
-            server = BrokerServer(self.state, node_id, self.host, port)
+            server = BrokerServer(self.state, node_id, self.host, port, self.security)
             await server.start()
             self.brokers.append(server)
-            self.state.add_broker(node_id, self.advertised_host, server.port)
+            self._register(self.state, server)
         for name, partitions in self._initial_topics.items():
             if name not in self.state.topics:
                 self.state.create_topic(name, partitions)
@@ -161,9 +184,27 @@ class MockCluster:
         self.stop_background()
 
     # -- helpers ----------------------------------------------------------------------------
+    def _register(self, state: ClusterState, server: BrokerServer) -> None:
+        """Put a broker in Metadata with the endpoints it advertises on each listener."""
+        endpoints = self.security.endpoints(server.node_id, server.ports, self.advertised_host)
+        host, port = endpoints[self.security.listeners[0].name]
+        state.add_broker(server.node_id, host, port, endpoints=endpoints)
+
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{self.advertised_host}:{b.port}" for b in self.brokers)
+        """The first listener's advertised ``host:port`` of every broker."""
+        return self.bootstrap_for(self.security.listeners[0].name)
+
+    def bootstrap_for(self, listener: str) -> str:
+        """The advertised ``host:port`` list of a named listener (``bootstrap_for("SASL_PLAINTEXT")``)."""
+        if all(s.name != listener.upper() for s in self.security.listeners):
+            raise ValueError(f"no listener {listener!r} (listeners: "
+                             f"{', '.join(s.name for s in self.security.listeners)})")
+        hosts = []
+        for b in self.brokers:
+            host, port = self.security.endpoints(b.node_id, b.ports, self.advertised_host)[listener.upper()]
+            hosts.append(f"{host}:{port}")
+        return ",".join(hosts)
 
     @property
     def control_url(self) -> str | None:
@@ -299,10 +340,10 @@ class MockCluster:
 
     async def add_broker_async(self) -> int:
         node_id = max(b.node_id for b in self.brokers) + 1
-        server = BrokerServer(self.state, node_id, self.host, 0)
+        server = BrokerServer(self.state, node_id, self.host, 0, self.security)
         await server.start()
         self.brokers.append(server)
-        self.state.add_broker(node_id, self.advertised_host, server.port)
+        self._register(self.state, server)
         return node_id
 
     async def remove_broker_async(self, node_id: int) -> None:
@@ -346,8 +387,10 @@ class MockCluster:
         for node_id in list(self.state.down_brokers):
             await self.broker_up_async(node_id)
         fresh = ClusterState(dict(self.state.config.values), self.state.clock)
+        for user, password in self._sasl_users.items():
+            fresh.credentials.add_user(user, password)
         for server in self.brokers:
-            fresh.add_broker(server.node_id, self.advertised_host, server.port)
+            self._register(fresh, server)
             server.use_state(fresh)
         self.state = fresh
         for name, partitions in self._initial_topics.items():

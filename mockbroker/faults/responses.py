@@ -62,8 +62,8 @@ def _metadata(resp: Any, req: Any, code: int, only: Only, ctx: Any) -> Any:
     cluster = ctx.cluster
     names = [t.name for t in req.topics] if req.topics is not None else sorted(cluster.topics)
     return resp.MetadataResponse(
-        brokers=[resp.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in cluster.brokers.values()],
+        brokers=[resp.MetadataResponseBroker(node_id=b.node_id, host=host, port=port, rack=b.rack)
+                 for b in cluster.brokers.values() for host, port in (b.endpoint(ctx.connection.listener),)],
         cluster_id=cluster.cluster_id, controller_id=cluster.controller_id,
         topics=[resp.MetadataResponseTopic(error_code=_code(code, only, n or "", None), name=n, partitions=[])
                 for n in names])

@@ -168,5 +168,6 @@ def handle(ctx: Any, req: Any) -> Any:
     if ctx.api_version >= 10:
         for node_id in sorted(leaders_named):
             b = ctx.cluster.brokers[node_id]
-            endpoints.append(RESP.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack))
+            host, port = b.endpoint(ctx.connection.listener)  # the listener the request came in on
+            endpoints.append(RESP.NodeEndpoint(node_id=b.node_id, host=host, port=port, rack=b.rack))
     return RESP.ProduceResponse(responses=responses, node_endpoints=endpoints)

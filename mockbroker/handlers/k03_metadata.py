@@ -1,7 +1,8 @@
 """Metadata: v0-13.
 
 Behavior:
-- Brokers are every live mock broker; the controller is broker 0; the cluster id is `cluster.id`.
+- Brokers are every live mock broker, each with the host and port of the listener the request arrived
+  on (Kafka's rule); the controller is broker 0; the cluster id is `cluster.id`.
 - Topics: a null list (v1+) or an empty list at v0 means all topics. Topics may be named by id (v10+).
 - Unknown topics are created when `auto.create.topics.enable` is on and the request allows it
   (always at v0-3, `allow_auto_topic_creation` from v4); otherwise UNKNOWN_TOPIC_OR_PARTITION.
@@ -119,10 +120,12 @@ def handle(ctx: Any, req: Any) -> Any:
         for t in topics:
             if t.error_code == 0:
                 t.topic_authorized_operations = authz.operations(ctx, authz.TOPIC, t.name)
+    listener = ctx.connection.listener
     return RESP.MetadataResponse(
         brokers=[
-            RESP.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            RESP.MetadataResponseBroker(node_id=b.node_id, host=host, port=port, rack=b.rack)
             for b in cluster.brokers.values()
+            for host, port in (b.endpoint(listener),)
         ],
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id,

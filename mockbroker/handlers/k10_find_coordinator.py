@@ -7,6 +7,7 @@ Behavior:
 - With ACLs on (checked first, as Kafka): a group key needs DESCRIBE on the group, else
   GROUP_AUTHORIZATION_FAILED; a transactional id needs DESCRIBE on it, else
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+- The coordinator's host and port are those of the listener the request arrived on.
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ def handle(ctx: Any, req: Any) -> Any:
             code, message, broker = _find(ctx, key, key_type)
             found = RESP.Coordinator(key=key, error_code=code, error_message=message, node_id=-1, host="", port=-1)
             if broker is not None:
-                found.node_id, found.host, found.port = broker.node_id, broker.host, broker.port
+                found.node_id = broker.node_id
+                found.host, found.port = broker.endpoint(ctx.connection.listener)
             coordinators.append(found)
         return RESP.FindCoordinatorResponse(coordinators=coordinators)
     code, message, broker = _find(ctx, req.key, key_type)
     if broker is None:
         return RESP.FindCoordinatorResponse(error_code=code, error_message=message, node_id=-1, host="", port=-1)
-    return RESP.FindCoordinatorResponse(error_code=0, node_id=broker.node_id, host=broker.host, port=broker.port)
+    host, port = broker.endpoint(ctx.connection.listener)
+    return RESP.FindCoordinatorResponse(error_code=0, node_id=broker.node_id, host=host, port=port)

@@ -1,7 +1,8 @@
 """DescribeCluster: v0-2.
 
 Behavior:
-- Cluster id, controller id, and every broker with host, port and rack (never fenced, so
+- Cluster id, controller id, and every broker with rack and the host and port of the listener the
+  request arrived on (never fenced, so
   include_fenced_brokers, v2, changes nothing).
 - endpoint_type (v1+): 1 (brokers) is served; any other type -> UNSUPPORTED_ENDPOINT_TYPE.
 - cluster_authorized_operations is -2147483648 (not asked) unless include_cluster_authorized_operations
@@ -45,8 +46,9 @@ def handle(ctx: Any, req: Any) -> Any:
         endpoint_type=BROKERS_ENDPOINT,
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id,
-        brokers=[RESP.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack,
-                                            is_fenced=False) for b in cluster.brokers.values()],
+        brokers=[RESP.DescribeClusterBroker(broker_id=b.node_id, host=host, port=port, rack=b.rack,
+                                            is_fenced=False)
+                 for b in cluster.brokers.values() for host, port in (b.endpoint(ctx.connection.listener),)],
         cluster_authorized_operations=_operations(ctx) if req.include_cluster_authorized_operations
         else NO_OPERATIONS,
     )

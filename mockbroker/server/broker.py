@@ -1,4 +1,9 @@
-"""One mock broker: an asyncio listener on its own port, its connections, and graceful shutdown."""
+"""One mock broker: an asyncio server per listener (each on its own port), its connections, and shutdown.
+
+Without a Security (mockbroker.server.security) a broker has one PLAINTEXT listener on host:port.
+Connections know their listener's name and security protocol; those of a SASL listener get a
+SaslSession (mockbroker.server.sasl), those of an SSL listener run over asyncio's TLS transport.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +13,29 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.server.connection import STAGING_BYTES, Connection
 from mockbroker.server.dispatch import dispatch
+from mockbroker.server.listeners import ListenerSpec, broker_port
+from mockbroker.server.sasl import SaslSession, enabled_mechanisms
 from mockbroker.state.fetch_sessions import FetchSessionCache
 
 if TYPE_CHECKING:
+    from mockbroker.server.security import Security
     from mockbroker.state.cluster import ClusterState
 
 log = logging.getLogger("mockbroker.server")
 
 
 class BrokerServer:
-    def __init__(self, cluster: ClusterState, node_id: int, host: str, port: int) -> None:
+    def __init__(self, cluster: ClusterState, node_id: int, host: str, port: int,
+                 security: Security | None = None) -> None:
         self.cluster = cluster
         self.node_id = node_id
         self.host = host
-        self.port = port
-        self.server: asyncio.base_events.Server | None = None
+        self.port = port  # the first listener's port
+        self.security = security
+        self.listeners = security.listeners if security else [ListenerSpec("PLAINTEXT", "PLAINTEXT", host, port)]
+        self.ports: dict[str, int] = {}  # listener name -> bound port (kept across broker down/up)
+        self.server: asyncio.base_events.Server | None = None  # the first listener's server
+        self.servers: list[asyncio.base_events.Server] = []
         self.connections: set[Connection] = set()
         self.tasks: set[asyncio.Future[Any]] = set()  # requests still being answered (long polls)
         self.partitioned = False  # a network partition: connections hang, nothing is answered
@@ -42,19 +55,40 @@ class BrokerServer:
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
-        def factory() -> Connection:
+        def factory(spec: ListenerSpec) -> Connection:
             conn = Connection(self.node_id, lambda c, f: dispatch(self, c, f), max_bytes, staging,
-                              self.connections.discard, track)
+                              self.connections.discard, track, spec.name, spec.protocol)
+            if spec.uses_sasl:
+                config = self.cluster.config
+                conn.sasl = SaslSession(self.cluster.credentials, enabled_mechanisms(config),
+                                        int(config.get("connections.max.reauth.ms", 0) or 0))
             self.connections.add(conn)
             return conn
 
-        self.server = await loop.create_server(factory, self.host, self.port, reuse_address=True)
-        self.port = self.server.sockets[0].getsockname()[1]
-        log.info("broker %s listening on %s:%s", self.node_id, self.host, self.port)
+        for i, spec in enumerate(self.listeners):
+            port = self.ports.get(spec.name) or (self.port if i == 0 and self.security is None
+                                                 else broker_port(spec, self.node_id))
+            context = self.security.ssl_context if self.security is not None and spec.uses_ssl else None
+            server = await loop.create_server(lambda s=spec: factory(s), spec.host, port, reuse_address=True,
+                                              ssl=context)
+            self.servers.append(server)
+            self.ports[spec.name] = server.sockets[0].getsockname()[1]
+            log.info("broker %s listening on %s:%s (%s, %s)", self.node_id, spec.host, self.ports[spec.name],
+                     spec.name, spec.protocol)
+        self.server = self.servers[0]
+        self.port = self.ports[self.listeners[0].name]
+
+    def address(self, listener: str | None = None) -> tuple[str, int]:
+        """(host, port) this broker listens on for a listener (default: the first)."""
+        name = listener or self.listeners[0].name
+        spec = next((s for s in self.listeners if s.name == name), None)
+        if spec is None:
+            raise ValueError(f"no listener {name!r} (listeners: {', '.join(s.name for s in self.listeners)})")
+        return spec.host, self.ports[name]
 
     async def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
+        for server in self.servers:
+            server.close()
         for conn in list(self.connections):
             if conn.transport is not None:
                 conn.transport.close()
@@ -63,6 +97,7 @@ class BrokerServer:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-        if self.server is not None:
-            await self.server.wait_closed()
-            self.server = None
+        for server in self.servers:
+            await server.wait_closed()
+        self.servers.clear()
+        self.server = None

@@ -57,13 +57,18 @@ class CloseConnection(Exception):
 
 class Connection(asyncio.BufferedProtocol):
     __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_queue",
-                 "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch",
-                 "max_request_bytes", "on_close", "on_task", "peer", "principal", "task", "transport")
+                 "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch", "listener",
+                 "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl", "security_protocol",
+                 "task", "transport")
 
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
                  on_close: Callable[[Connection], None] | None = None,
-                 on_task: Callable[[asyncio.Future[Any]], None] | None = None) -> None:
+                 on_task: Callable[[asyncio.Future[Any]], None] | None = None,
+                 listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT") -> None:
         self.broker_id = broker_id
+        self.listener = listener  # the listener's name (Kafka's ListenerName) and its security protocol
+        self.security_protocol = security_protocol
+        self.sasl: Any = None  # a mockbroker.server.sasl.SaslSession on SASL_* listeners
         self.on_task = on_task
         self.dispatch = dispatch
         self.max_request_bytes = max_request_bytes
@@ -91,6 +96,10 @@ class Connection(asyncio.BufferedProtocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.security_protocol in ("SSL", "SASL_SSL"):
+            from mockbroker.server.security import ssl_principal
+
+            self.principal = ssl_principal(transport) or self.principal
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -227,6 +236,11 @@ class Connection(asyncio.BufferedProtocol):
             self._paused_reading = False
             if self.transport is not None and not self.closed:
                 self.transport.resume_reading()
+
+    def close_soon(self, reason: str, delay_s: float = 0.0) -> None:
+        """Close after the response being written has gone out (Kafka's 'send this, then disconnect'),
+        ``delay_s`` later (Kafka's connection.failed.authentication.delay.ms)."""
+        asyncio.get_running_loop().call_later(delay_s, self.close, reason)
 
     def close(self, reason: str) -> None:
         if self.closed:

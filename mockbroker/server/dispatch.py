@@ -4,6 +4,11 @@ Handlers register with :func:`mockbroker.handlers.registry.register` and their v
 up the ApiVersions answer.  Requests Kafka would refuse to parse close the connection with a log
 line that says why; an ApiVersions request at a version we do not know gets a v0 answer with
 UNSUPPORTED_VERSION and our supported list, as Kafka does.
+
+On a SASL listener the connection's SaslSession (mockbroker.server.sasl) is asked first: before
+authentication only ApiVersions, SaslHandshake and SaslAuthenticate pass (anything else closes the
+connection), after a v0 handshake frames are bare SASL tokens answered without Kafka headers, and an
+expired session (connections.max.reauth.ms) closes the connection.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import struct
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -24,12 +30,14 @@ from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_lis
 from mockbroker.protocol import api
 from mockbroker.server import throttle
 from mockbroker.server.connection import CloseConnection, Connection
+from mockbroker.server.sasl import SaslFailure
 
 if TYPE_CHECKING:
     from mockbroker.server.broker import BrokerServer
     from mockbroker.state.cluster import ClusterState
 
 log = logging.getLogger("mockbroker.server")
+_SIZE = struct.Struct(">i")
 
 
 @dataclass(slots=True)
@@ -67,7 +75,23 @@ def _unsupported_api_versions(correlation_id: int) -> list[Any]:
     return api.encode_response(18, 0, correlation_id, body)
 
 
+def _raw_sasl_token(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any]:
+    """The v0 SASL flow: a bare token in, a bare length-prefixed token out (Kafka closes on failure)."""
+    try:
+        answer, done = conn.sasl.authenticate(bytes(frame), broker.cluster.clock.now_ms())
+    except (SaslFailure, KafkaError) as exc:
+        raise CloseConnection(f"SASL authentication (v0, raw tokens) failed: {exc}") from None
+    if done:
+        conn.principal = conn.sasl.principal
+        log.info("broker %s: %s authenticated as %s (%s)", broker.node_id, conn.peer, conn.principal,
+                 conn.sasl.mechanism)
+    return [_SIZE.pack(len(answer)), answer]
+
+
 def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any] | Awaitable[Any] | None:
+    sasl = conn.sasl
+    if sasl is not None and sasl.raw_tokens:
+        return _raw_sasl_token(broker, conn, frame)
     try:
         api_key, version, correlation_id = api.peek_header(frame)
     except CodecError as exc:
@@ -76,6 +100,10 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
     if handler is None:
         raise CloseConnection(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
     name = api.api_name(api_key)
+    if sasl is not None:
+        refusal = sasl.refusal(api_key, name, broker.cluster.clock.now_ms())
+        if refusal is not None:
+            raise CloseConnection(refusal)
     if not handler.min_version <= version <= handler.max_version:
         if api_key == 18:
             log.info("broker %s: ApiVersions v%s from %s is newer than we speak; answering v0",

@@ -21,6 +21,7 @@ from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.config_admin import ConfigAdmin
 from mockbroker.state.config_catalogue import range_error
 from mockbroker.state.consumer_groups import ConsumerGroupLogic
+from mockbroker.state.credentials import CredentialStore
 from mockbroker.state.features import FeatureLevels
 from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
@@ -63,6 +64,12 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None = None
+    # listener name -> advertised (host, port); host/port above are the first listener's
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """(host, port) clients of ``listener`` are told to use (Kafka answers per listener)."""
+        return self.endpoints.get(listener, (self.host, self.port))
 
 
 @dataclass
@@ -135,6 +142,7 @@ class ClusterState:
         self.journal = Journal(self.config["mock.journal.max.entries"])
         self.acls = Authorizer(self.config)  # ACLs; checks only while `authorizer.class.name` is set
         self.quotas = ClientQuotas(self.config, self.clock)  # client quotas and their throttling
+        self.credentials = CredentialStore()  # SASL users (PLAIN passwords, SCRAM credentials)
         self._placement = 0
         # log, replica and feature admin (issue 9): log directories, reassignments, feature levels
         self.log_dirs = LogDirs(self)
@@ -148,8 +156,9 @@ class ClusterState:
     def cluster_id(self) -> str:
         return self.config["cluster.id"]
 
-    def add_broker(self, node_id: int, host: str, port: int, rack: str | None = None) -> BrokerInfo:
-        info = BrokerInfo(node_id, host, port, rack)
+    def add_broker(self, node_id: int, host: str, port: int, rack: str | None = None,
+                   endpoints: dict[str, tuple[str, int]] | None = None) -> BrokerInfo:
+        info = BrokerInfo(node_id, host, port, rack, dict(endpoints or {}))
         self.brokers[node_id] = info
         return info
 

@@ -64,6 +64,10 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     # client quotas (mockbroker.state.quotas): Kafka's sample count and sample length
     "quota.window.num": (11, int),
     "quota.window.size.seconds": (1, int),
+    # SASL (mockbroker.server.sasl); Kafka's default is GSSAPI, which the mock does not speak
+    "sasl.enabled.mechanisms": ("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", str),
+    "connections.max.reauth.ms": (0, int),
+    "connection.failed.authentication.delay.ms": (100, int),
 }
 
 # topic name -> broker name it defaults from

@@ -1,0 +1,118 @@
+"""A cluster's security settings: its listeners, TLS (SSL and SASL_SSL listeners) and TLS principals.
+
+TLS needs a certificate chain and key: ``ssl_certfile``/``ssl_keyfile`` (PEM), Kafka's
+``ssl.keystore.location`` (a PEM file holding the key and the chain, as with ``ssl.keystore.type=PEM``;
+``ssl.key.password`` if the key is encrypted), or a ready server-side ``ssl_context``.  Mutual TLS:
+``ssl.client.auth`` = ``required`` (or ``requested``) with the CA in ``ssl_cafile`` /
+``ssl.truststore.location``.  A client that presents a certificate on an SSL listener is
+``User:<subject DN>``, the DN written as Kafka writes it (Java's X500Principal RFC 2253 form: most
+specific RDN first, ``CN=client,OU=eng,O=acme``); without one it is ``User:ANONYMOUS``.  On SASL_SSL
+the SASL principal replaces it once the client authenticates.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockbroker.server.listeners import WILDCARDS, ListenerSpec, broker_port, parse_advertised, parse_listeners
+
+CLIENT_AUTH = ("none", "requested", "required")
+_RFC2253_KEYWORDS = {"2.5.4.3", "2.5.4.6", "2.5.4.7", "2.5.4.8", "2.5.4.10", "2.5.4.11", "2.5.4.9",
+                     "0.9.2342.19200300.100.1.25", "0.9.2342.19200300.100.1.1"}  # CN C L ST O OU STREET DC UID
+
+
+@dataclass
+class Security:
+    """What every broker of a cluster listens on and with which TLS settings."""
+
+    listeners: list[ListenerSpec]
+    advertised: dict[str, tuple[str, int]] = field(default_factory=dict)
+    ssl_context: ssl.SSLContext | None = None
+
+    @classmethod
+    def from_options(cls, config: Mapping[str, Any], host: str, port: int, *,
+                     ssl_context: ssl.SSLContext | None = None, ssl_certfile: str | None = None,
+                     ssl_keyfile: str | None = None, ssl_cafile: str | None = None,
+                     ssl_client_auth: str | None = None, ssl_password: str | None = None) -> Security:
+        """Listeners from ``listeners`` / ``listener.security.protocol.map`` / ``advertised.listeners`` in
+        ``config`` (default: one PLAINTEXT listener on ``host:port``) and TLS from the arguments or
+        Kafka's ``ssl.*`` names."""
+        listeners = parse_listeners(config.get("listeners"), config.get("listener.security.protocol.map"),
+                                    host, port)
+        listeners = [ListenerSpec(s.name, s.protocol, s.host or host, s.port) for s in listeners]
+        advertised = parse_advertised(config.get("advertised.listeners"), listeners)
+        if ssl_context is None and any(s.uses_ssl for s in listeners):
+            ssl_context = server_ssl_context(
+                ssl_certfile or config.get("ssl.keystore.location"), ssl_keyfile,
+                ssl_cafile or config.get("ssl.truststore.location"),
+                ssl_client_auth or config.get("ssl.client.auth") or "none",
+                ssl_password or config.get("ssl.key.password"))
+        return cls(listeners, advertised, ssl_context)
+
+    def endpoints(self, node_id: int, bound: Mapping[str, int], advertised_host: str) -> dict[str, tuple[str, int]]:
+        """Listener name -> (host, port) that broker ``node_id`` advertises."""
+        out = {}
+        for spec in self.listeners:
+            host, port = self.advertised.get(spec.name, ("", 0))
+            if port:
+                port = broker_port(ListenerSpec(spec.name, spec.protocol, host, port), node_id)
+            else:
+                port = bound[spec.name]
+            if host in WILDCARDS:
+                host = advertised_host if spec.host in WILDCARDS else spec.host
+            out[spec.name] = (host, port)
+        return out
+
+
+def server_ssl_context(certfile: str | None, keyfile: str | None = None, cafile: str | None = None,
+                       client_auth: str = "none", password: str | None = None) -> ssl.SSLContext:
+    """A server-side TLS context from PEM files (``certfile`` may hold the key too)."""
+    if not certfile:
+        raise ValueError("an SSL or SASL_SSL listener needs a certificate: ssl_certfile (and ssl_keyfile), "
+                         "ssl.keystore.location or ssl_context")
+    client_auth = client_auth.strip().lower()
+    if client_auth not in CLIENT_AUTH:
+        raise ValueError(f"ssl.client.auth must be one of {', '.join(CLIENT_AUTH)}, not {client_auth!r}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certfile, keyfile, password)
+    if cafile:
+        context.load_verify_locations(cafile)
+    if client_auth != "none":
+        if not cafile:
+            raise ValueError(f"ssl.client.auth={client_auth} needs the clients' CA (ssl_cafile or "
+                             "ssl.truststore.location)")
+        context.verify_mode = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
+    return context
+
+
+def ssl_principal(transport: Any) -> str | None:
+    """``User:<DN>`` of the client certificate on a TLS transport, or None when there is none."""
+    ssl_object = transport.get_extra_info("ssl_object")
+    if ssl_object is None:
+        return None
+    der = ssl_object.getpeercert(binary_form=True)
+    if not der:
+        return None
+    return "User:" + distinguished_name(der)
+
+
+def distinguished_name(der: bytes) -> str:
+    """A certificate subject as Java's X500Principal.getName() (RFC 2253) writes it."""
+    from cryptography import x509
+
+    subject = x509.load_der_x509_certificate(der).subject
+    rdns = []
+    for rdn in reversed(subject.rdns):
+        parts = []
+        for attr in rdn:
+            if attr.oid.dotted_string in _RFC2253_KEYWORDS:
+                parts.append(attr.rfc4514_string())
+            else:  # Java writes other attribute types as OID=#<DER of the value>
+                raw = attr.value.encode() if isinstance(attr.value, str) else bytes(attr.value)
+                tag = attr._type.value if hasattr(attr, "_type") else 12
+                parts.append(f"{attr.oid.dotted_string}=#{bytes([tag, len(raw)]).hex()}{raw.hex()}")
+        rdns.append("+".join(parts))
+    return ",".join(rdns)
