@@ -126,7 +126,12 @@ def _fetch_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
     return facts
 
 
-_FAST = {0: _produce_facts, 1: _fetch_facts}
+def _no_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
+    """SASL and SCRAM-credential requests name users, not topics: nothing for rules or the journal."""
+    return Facts()
+
+
+_FAST = {0: _produce_facts, 1: _fetch_facts, 17: _no_facts, 36: _no_facts, 50: _no_facts, 51: _no_facts}
 
 
 def request_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> Facts:
