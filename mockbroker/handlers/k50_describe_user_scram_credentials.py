@@ -8,12 +8,15 @@ Behavior:
   that does not exist: <name>"); a user named twice: DUPLICATE_RESOURCE, once. Other users are still
   described. The top-level error is NONE.
 - Salts and keys never leave the broker.
+- With ACLs on: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED for the whole answer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -22,6 +25,9 @@ RESP = api.response_module(50)
 
 @register(50, 0, 0)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize_cluster(ctx, authz.DESCRIBE):
+        return RESP.DescribeUserScramCredentialsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                         error_message=None, results=[])
     names = [u.name for u in req.users] if req.users else None
     results = [
         RESP.DescribeUserScramCredentialsResult(

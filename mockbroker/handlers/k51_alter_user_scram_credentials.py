@@ -11,6 +11,7 @@ Behavior:
   deleting a credential that does not exist RESOURCE_NOT_FOUND. Each refusal is logged (without salts
   or passwords).
 - Connections already authenticated keep their sessions.
+- With ACLs on: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every user and nothing changes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.credentials import Upsertion
@@ -28,6 +31,11 @@ log = logging.getLogger("mockbroker.sasl")
 
 @register(51, 0, 0)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize_cluster(ctx, authz.ALTER):
+        users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+        return RESP.AlterUserScramCredentialsResponse(results=[
+            RESP.AlterUserScramCredentialsResult(user=user, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                 error_message=None) for user in users])
     deletions = [(d.name, d.mechanism) for d in req.deletions]
     upsertions = [Upsertion(u.name, u.mechanism, u.iterations, bytes(u.salt), bytes(u.salted_password))
                   for u in req.upsertions]

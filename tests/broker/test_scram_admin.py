@@ -136,3 +136,24 @@ def test_credentials_never_reach_the_logs_or_the_journal(scram: MockCluster, cap
         for text in (journal, logs):
             assert secret.decode("latin-1") not in text
             assert secret.hex() not in text and repr(secret)[2:-1] not in text
+
+
+def test_scram_admin_needs_cluster_rights_when_acls_are_on() -> None:
+    """With an authorizer, only a principal allowed ALTER on the cluster changes credentials (DESCRIBE to
+    list them); alice, a super user over SASL, may; the anonymous plain connection may not."""
+    config = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "super.users": "User:alice"}
+    with MockCluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                     sasl_users={"alice": "alice-secret"}, config=config) as c:
+        assert _alter(c, upsertions=[_upsert("bob", SHA256, "pw")]) == [
+            ("bob", ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)]
+        with WireClient(c.server(0).ports["PLAINTEXT"]) as w:
+            refused = w.call(50, 0, DESC.DescribeUserScramCredentialsRequest(users=None))
+        assert refused.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and refused.results == []
+        with SaslWire(c.server(0).ports["SASL_PLAINTEXT"]) as w:
+            w.login("SCRAM-SHA-256", "alice", "alice-secret")
+            allowed = w.call(51, 0, ALTER.AlterUserScramCredentialsRequest(
+                deletions=[], upsertions=[_upsert("bob", SHA256, "pw")]))
+            assert [(r.user, r.error_code) for r in allowed.results] == [("bob", 0)]
+        c.add_acl("CLUSTER", "kafka-cluster", "User:ANONYMOUS", "DESCRIBE")
+        assert [u for u, *_ in _describe(c, None)] == ["alice", "bob"]
