@@ -81,6 +81,7 @@ class MockCluster:
             self.state.credentials.add_user(user, password)
         # what Metadata tells clients to connect to (a wildcard listen address is no place to connect to)
         self.advertised_host = advertised_host or ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host)
+        self._advertised_host_given = advertised_host is not None
         self._base_port = port
         self._initial_topics = dict(topics or {})
         self.brokers: list[BrokerServer] = []
@@ -186,7 +187,8 @@ class MockCluster:
     # -- helpers ----------------------------------------------------------------------------
     def _register(self, state: ClusterState, server: BrokerServer) -> None:
         """Put a broker in Metadata with the endpoints it advertises on each listener."""
-        endpoints = self.security.endpoints(server.node_id, server.ports, self.advertised_host)
+        endpoints = self.security.endpoints(server.node_id, server.ports, self.advertised_host,
+                                            self._advertised_host_given)
         host, port = endpoints[self.security.listeners[0].name]
         state.add_broker(server.node_id, host, port, endpoints=endpoints)
 
@@ -202,7 +204,8 @@ class MockCluster:
                              f"{', '.join(s.name for s in self.security.listeners)})")
         hosts = []
         for b in self.brokers:
-            host, port = self.security.endpoints(b.node_id, b.ports, self.advertised_host)[listener.upper()]
+            host, port = self.security.endpoints(b.node_id, b.ports, self.advertised_host,
+                                                 self._advertised_host_given)[listener.upper()]
             hosts.append(f"{host}:{port}")
         return ",".join(hosts)
 

@@ -52,8 +52,11 @@ class Security:
                 ssl_password or config.get("ssl.key.password"))
         return cls(listeners, advertised, ssl_context)
 
-    def endpoints(self, node_id: int, bound: Mapping[str, int], advertised_host: str) -> dict[str, tuple[str, int]]:
-        """Listener name -> (host, port) that broker ``node_id`` advertises."""
+    def endpoints(self, node_id: int, bound: Mapping[str, int], advertised_host: str,
+                  host_given: bool = False) -> dict[str, tuple[str, int]]:
+        """Listener name -> (host, port) that broker ``node_id`` advertises.  A listener without an
+        ``advertised.listeners`` entry advertises ``advertised_host`` when that was given (the mock's
+        --advertised-host) or when it listens on a wildcard address, else its own host."""
         out = {}
         for spec in self.listeners:
             host, port = self.advertised.get(spec.name, ("", 0))
@@ -62,7 +65,7 @@ class Security:
             else:
                 port = bound[spec.name]
             if host in WILDCARDS:
-                host = advertised_host if spec.host in WILDCARDS else spec.host
+                host = advertised_host if host_given or spec.host in WILDCARDS else spec.host
             out[spec.name] = (host, port)
         return out
 

@@ -93,6 +93,19 @@ def test_advertised_listeners_are_what_clients_are_told() -> None:
         assert c.bootstrap_for("external") == "kafka.example:19092,kafka.example:19093"
 
 
+def test_an_advertised_host_names_every_listener_without_an_advertised_entry() -> None:
+    """--advertised-host (the Docker image's localhost) is what clients are told, whatever address the
+    listeners bind; an advertised.listeners entry still wins for its listener."""
+    with MockCluster(brokers=2, advertised_host="localhost", listeners=LISTENERS,
+                     listener_security_protocol_map="INTERNAL:PLAINTEXT",
+                     advertised_listeners="INTERNAL://kafka.example:0") as c:
+        assert all(hp.startswith("localhost:") for hp in c.bootstrap_servers.split(","))
+        with WireClient(c.server(0).port) as w:
+            resp = w.call(3, 12, MD.MetadataRequest(topics=None))
+        assert {b.host for b in resp.brokers} == {"localhost"}
+        assert {hp.rsplit(":", 1)[0] for hp in c.bootstrap_for("INTERNAL").split(",")} == {"kafka.example"}
+
+
 def test_config_keys_work_like_keyword_arguments() -> None:
     with MockCluster(config={"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"}) as c:
         assert c.server(0).ports.keys() == {"PLAINTEXT", "SASL_PLAINTEXT"}
