@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from mockbroker.errors import ErrorCode
 from mockbroker.protocol import api
 from mockbroker.state.acls import CLUSTER_NAME, NO_OPERATIONS, AclOperation, ResourceType
 
@@ -95,3 +96,21 @@ def operations(ctx: Any, resource_type: int, name: str) -> int:
 def operations_if(ctx: Any, asked: bool, resource_type: int, name: str) -> int:
     """:func:`operations` when the request asked for them, else the schema's "not asked" value."""
     return operations(ctx, resource_type, name) if asked else NO_OPERATIONS
+
+
+# ConfigResource types (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
+
+
+def config_denied(ctx: Any, operation: int, resource_type: int, name: str) -> int:
+    """0, or the error for a config resource the principal may not ``operation`` (DESCRIBE_CONFIGS /
+    ALTER_CONFIGS), as Kafka: BROKER and BROKER_LOGGER are checked on the cluster
+    (CLUSTER_AUTHORIZATION_FAILED), TOPIC on the topic (TOPIC_AUTHORIZATION_FAILED); other types are
+    left to the handler's own checks (0)."""
+    if not ctx.cluster.acls.enabled:
+        return 0
+    if resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
+        return 0 if authorize_cluster(ctx, operation) else int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    if resource_type == CONFIG_TOPIC:
+        return 0 if authorize(ctx, operation, TOPIC, name) else int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    return 0

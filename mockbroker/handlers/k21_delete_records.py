@@ -9,6 +9,8 @@ Behavior:
   broker that does not lead the partition; OFFSET_OUT_OF_RANGE for an offset past the high watermark or
   negative (other than -1); POLICY_VIOLATION when the topic's cleanup.policy lacks "delete".
 - timeout_ms is ignored: the mock's replicas share one log, so the deletion is complete at once.
+- With ACLs on: DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED (low_watermark -1) for each of its
+  partitions, before the existence check (an unknown topic is not revealed), as Kafka.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.log_admin import delete_records
@@ -35,9 +38,16 @@ def _partition(ctx: Any, topic: str, p: Any) -> Any:
     return RESP.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=low, error_code=0)
 
 
+def _denied(p: Any) -> Any:
+    return RESP.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                             error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
 @register(21, 0, 2)
 def handle(ctx: Any, req: Any) -> Any:
+    denied = authz.denied_names(ctx, authz.DELETE, authz.TOPIC, (t.name for t in req.topics))
     return RESP.DeleteRecordsResponse(topics=[
-        RESP.DeleteRecordsTopicResult(name=t.name, partitions=[_partition(ctx, t.name, p) for p in t.partitions])
+        RESP.DeleteRecordsTopicResult(name=t.name, partitions=[
+            _denied(p) if t.name in denied else _partition(ctx, t.name, p) for p in t.partitions])
         for t in req.topics
     ])

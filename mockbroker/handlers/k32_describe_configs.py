@@ -13,6 +13,10 @@ Behavior (logic in mockbroker.state.config_admin):
 - Other resource types -> INVALID_REQUEST "Unsupported resource type".
 - include_synonyms (v1+): the topic override, then the broker synonym's layers in Kafka's order.
   include_documentation (v3+): one line per config; config_type (v3+) always. v0: is_default.
+- With ACLs on, checked first for each resource: DESCRIBE_CONFIGS on the cluster for BROKER and
+  BROKER_LOGGER (else CLUSTER_AUTHORIZATION_FAILED), on the topic for TOPIC (else
+  TOPIC_AUTHORIZATION_FAILED, also for unknown topics); the error's default message, no configs.
+  Results stay in request order.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import logging
 from typing import Any
 
 from mockbroker.errors import KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
-from mockbroker.protocol.errors import error_name
+from mockbroker.protocol.errors import error_message, error_name
 
 RESP = api.response_module(32)
 logger = logging.getLogger("mockbroker.configs")
@@ -40,6 +45,10 @@ def _entry(e: Any, synonyms: bool) -> Any:
 def _result(ctx: Any, req: Any, r: Any) -> Any:
     out = RESP.DescribeConfigsResult(error_code=0, error_message=None, resource_type=r.resource_type,
                                      resource_name=r.resource_name, configs=[])
+    denied = authz.config_denied(ctx, authz.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+    if denied:
+        out.error_code, out.error_message = denied, error_message(denied)
+        return out
     try:
         entries = ctx.cluster.config_admin.describe(r.resource_type, r.resource_name, ctx.broker_id,
                                                     r.configuration_keys, bool(req.include_documentation))

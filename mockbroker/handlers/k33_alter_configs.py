@@ -13,6 +13,10 @@ Behavior (logic in mockbroker.state.config_admin):
   (else INVALID_REQUEST); read-only configs and badly typed values -> INVALID_REQUEST (Kafka's
   KAFKA-13609 behaviour). Values change the cluster's configuration, and so the mock's behaviour.
   BROKER_LOGGER and other types -> INVALID_REQUEST "Unknown resource type".
+- With ACLs on: ALTER_CONFIGS on the topic for TOPIC (else TOPIC_AUTHORIZATION_FAILED, checked before
+  the name and existence checks), on the cluster for BROKER (else CLUSTER_AUTHORIZATION_FAILED, checked
+  after the node id and values, which Kafka's broker validates before forwarding); after the
+  duplicate and null checks; the error's default message.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from collections import Counter
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
-from mockbroker.protocol.errors import error_name
-from mockbroker.state.config_admin import SET, check_request_resource
+from mockbroker.protocol.errors import error_message, error_name
+from mockbroker.state.config_admin import SET, TOPIC, check_request_resource
 
 RESP = api.response_module(33)
 logger = logging.getLogger("mockbroker.configs")
@@ -34,8 +39,14 @@ logger = logging.getLogger("mockbroker.configs")
 def _alter(ctx: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
     try:
         check_request_resource([(c.name, SET, c.value) for c in r.configs])
-        ctx.cluster.config_admin.alter(r.resource_type, r.resource_name, {c.name: c.value for c in r.configs},
-                                       ctx.broker_id, validate_only)
+        configs = {c.name: c.value for c in r.configs}
+        if authz.enabled(ctx):
+            if r.resource_type != TOPIC:  # Kafka's broker validates these before the controller authorizes
+                ctx.cluster.config_admin.alter(r.resource_type, r.resource_name, configs, ctx.broker_id, True)
+            denied = authz.config_denied(ctx, authz.ALTER_CONFIGS, r.resource_type, r.resource_name)
+            if denied:
+                raise KafkaError(denied, error_message(denied))
+        ctx.cluster.config_admin.alter(r.resource_type, r.resource_name, configs, ctx.broker_id, validate_only)
     except KafkaError as exc:
         logger.info("broker %s: alter configs of %s %r for %s refused: %s %s", ctx.broker_id, r.resource_type,
                     r.resource_name, ctx.client_id, error_name(exc.code), exc.message)

@@ -7,6 +7,8 @@ Behavior:
   ``log.dirs`` (paths are normalised; relative ones are never found); KAFKA_STORAGE_ERROR for an offline
   directory; UNKNOWN_TOPIC_OR_PARTITION; REPLICA_NOT_AVAILABLE when the broker holds no replica of the
   partition. Each failure is logged.
+- With ACLs on: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every partition named (one
+  topic result per directory and topic, as Kafka's error response) and nothing moves.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -33,6 +36,14 @@ def _move(ctx: Any, path: str, topic: str, index: int) -> int:
 
 @register(34, 0, 2)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize_cluster(ctx, authz.ALTER):
+        return RESP.AlterReplicaLogDirsResponse(results=[
+            RESP.AlterReplicaLogDirTopicResult(topic_name=t.name, partitions=[
+                RESP.AlterReplicaLogDirPartitionResult(partition_index=i,
+                                                       error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                for i in t.partitions])
+            for d in req.dirs for t in d.topics
+        ])
     by_topic: dict[str, list[Any]] = {}
     for d in req.dirs:
         for t in d.topics:

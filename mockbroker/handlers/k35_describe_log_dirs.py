@@ -11,12 +11,16 @@ Behavior:
   minus the directory's logs; v5 is_cordoned false.
 - An offline directory (``ClusterState.log_dirs.set_offline``) answers KAFKA_STORAGE_ERROR without
   topics and with total/usable -1.
+- With ACLs on: DESCRIBE on the cluster, else no results and (v3+) top-level
+  CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -25,6 +29,8 @@ RESP = api.response_module(35)
 
 @register(35, 0, 5)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize_cluster(ctx, authz.DESCRIBE):
+        return RESP.DescribeLogDirsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     wanted = None
     if req.topics is not None:
         wanted = {}

@@ -11,6 +11,9 @@ Behavior:
 - A null topic list means every partition; partitions that need no election are then left out.
 - A new leader gets a bumped leader epoch, so producers and consumers follow it through Metadata.
 - Any broker answers (Kafka forwards to the controller); timeout_ms is ignored (elections are instant).
+- With ACLs on: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top level (v1+) and for
+  every partition named (all versions; none for a null list), as Kafka's error response; nothing is
+  elected.
 """
 
 from __future__ import annotations
@@ -19,16 +22,25 @@ import logging
 from typing import Any
 
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.elections import PREFERRED, UNCLEAN, elect_leaders
 
 RESP = api.response_module(43)
 log = logging.getLogger("mockbroker.handlers")
+DENIED = "Cluster authorization failed."
 
 
 @register(43, 0, 2)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize_cluster(ctx, authz.ALTER):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return RESP.ElectLeadersResponse(error_code=code, replica_election_results=[
+            RESP.ReplicaElectionResult(topic=t.topic, partition_result=[
+                RESP.PartitionResult(partition_id=i, error_code=code, error_message=DENIED) for i in t.partitions])
+            for t in req.topic_partitions or []
+        ])
     election_type = req.election_type if ctx.api_version >= 1 else PREFERRED
     if election_type not in (PREFERRED, UNCLEAN):
         log.info("broker %s: ElectLeaders with unknown election type %s", ctx.broker_id, election_type)

@@ -13,6 +13,11 @@ Behavior (logic in mockbroker.state.config_admin and state.broker_loggers):
   else INVALID_CONFIG) of root or a mockbroker logger (unknown logger -> INVALID_CONFIG), DELETE
   unsets it (root -> INVALID_REQUEST), APPEND/SUBTRACT -> INVALID_REQUEST.
 - Other resource types -> INVALID_REQUEST "Unknown resource type".
+- With ACLs on, after the duplicate and null checks: ALTER_CONFIGS on the topic for TOPIC (else
+  TOPIC_AUTHORIZATION_FAILED, before the name and existence checks), on the cluster for BROKER_LOGGER
+  (else CLUSTER_AUTHORIZATION_FAILED, before the node id check, as Kafka's RuntimeLoggerManager) and
+  BROKER (CLUSTER_AUTHORIZATION_FAILED after the node id and values, which Kafka's broker validates
+  before forwarding); the error's default message.
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from collections import Counter
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
-from mockbroker.protocol.errors import error_name
-from mockbroker.state.config_admin import check_request_resource
+from mockbroker.protocol.errors import error_message, error_name
+from mockbroker.state.config_admin import BROKER, check_request_resource
 
 RESP = api.response_module(44)
 logger = logging.getLogger("mockbroker.configs")
@@ -35,6 +41,12 @@ def _alter(ctx: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
     ops = [(c.name, c.config_operation, c.value) for c in r.configs]
     try:
         check_request_resource(ops)
+        if authz.enabled(ctx):
+            if r.resource_type == BROKER:  # Kafka's broker validates these before the controller authorizes
+                ctx.cluster.config_admin.incremental_alter(r.resource_type, r.resource_name, ops, ctx.broker_id, True)
+            denied = authz.config_denied(ctx, authz.ALTER_CONFIGS, r.resource_type, r.resource_name)
+            if denied:
+                raise KafkaError(denied, error_message(denied))
         ctx.cluster.config_admin.incremental_alter(r.resource_type, r.resource_name, ops, ctx.broker_id,
                                                    validate_only)
     except KafkaError as exc:

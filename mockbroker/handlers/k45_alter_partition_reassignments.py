@@ -12,6 +12,8 @@ Behavior:
   allow_replication_factor_change is false and the replica count changes.
 - v1 echoes allow_replication_factor_change; top-level error_code 0. Any broker answers (Kafka
   forwards to the controller); timeout_ms is ignored.
+- With ACLs on: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top level and for every
+  partition named (Kafka's error response), with the error's default message; nothing moves.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -39,9 +42,25 @@ def _alter(ctx: Any, topic: str, p: Any, allow_rf_change: bool) -> Any:
     return RESP.ReassignablePartitionResponse(partition_index=p.partition_index, error_code=0, error_message=None)
 
 
+def _denied(req: Any, allow: bool) -> Any:
+    code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return RESP.AlterPartitionReassignmentsResponse(
+        allow_replication_factor_change=allow, error_code=code, error_message=message,
+        responses=[
+            RESP.ReassignableTopicResponse(name=t.name, partitions=[
+                RESP.ReassignablePartitionResponse(partition_index=p.partition_index, error_code=code,
+                                                   error_message=message)
+                for p in t.partitions])
+            for t in req.topics
+        ],
+    )
+
+
 @register(45, 0, 1)
 def handle(ctx: Any, req: Any) -> Any:
     allow = req.allow_replication_factor_change if ctx.api_version >= 1 else True
+    if not authz.authorize_cluster(ctx, authz.ALTER):
+        return _denied(req, allow)
     return RESP.AlterPartitionReassignmentsResponse(
         allow_replication_factor_change=allow, error_code=0, error_message=None,
         responses=[

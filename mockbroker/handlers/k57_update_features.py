@@ -10,6 +10,8 @@ Behavior:
   top-level error and nothing changes. v0-1 list one result per feature (error 0) on success and none
   on error, as Kafka; v2 has no per-feature results.
 - Any broker answers (Kafka forwards to the controller); timeout_ms is ignored.
+- With ACLs on: ALTER on the cluster, else top-level CLUSTER_AUTHORIZATION_FAILED (default message), no
+  results, nothing changes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.features import SAFE_DOWNGRADE, UPGRADE
@@ -28,6 +31,9 @@ log = logging.getLogger("mockbroker.handlers")
 
 @register(57, 0, 2)
 def handle(ctx: Any, req: Any) -> Any:
+    if not authz.authorize_cluster(ctx, authz.ALTER):
+        return RESP.UpdateFeaturesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                           error_message="Cluster authorization failed.", results=[])
     version = ctx.api_version
     updates: dict[str, tuple[int, int]] = {}  # Kafka keys updates by feature name: the last one counts
     for u in req.feature_updates:

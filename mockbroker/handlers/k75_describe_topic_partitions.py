@@ -11,8 +11,12 @@ Behavior:
 - Unknown named topics: UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an illegal name) with
   a zero topic id, in name order; they use none of the partition limit. A cursor topic missing from a
   non-empty topic list or a negative cursor partition: INVALID_REQUEST for every topic named.
-- topic_authorized_operations: as Kafka without an authorizer, every operation a topic supports
-  (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS).
+- topic_authorized_operations: the operations the principal may do on the topic; with ACLs off, as
+  Kafka without an authorizer, every operation a topic supports (READ, WRITE, CREATE, DELETE, ALTER,
+  DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS).
+- With ACLs on, as Metadata: topics without DESCRIBE are left out of an all-topics answer; named ones
+  answer TOPIC_AUTHORIZATION_FAILED with a zero topic id (whether they exist or not, before the name
+  check), after the authorized topics, in name order, using none of the partition limit.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import logging
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import ZERO_UUID
@@ -29,8 +34,6 @@ from mockbroker.state.cluster import Topic, validate_topic_name
 RESP = api.response_module(75)
 log = logging.getLogger("mockbroker.handlers")
 MAX_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
-# AclOperation codes READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11
-TOPIC_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def _partitions(topic: Topic, start: int, limit: int, live: Any) -> list[Any]:
@@ -46,12 +49,13 @@ def _partitions(topic: Topic, start: int, limit: int, live: Any) -> list[Any]:
     ]
 
 
-def _missing(name: str) -> Any:
-    try:
-        validate_topic_name(name)
-        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    except KafkaError:
-        code = ErrorCode.INVALID_TOPIC_EXCEPTION
+def _missing(name: str, code: int | None = None) -> Any:
+    if code is None:
+        try:
+            validate_topic_name(name)
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        except KafkaError:
+            code = ErrorCode.INVALID_TOPIC_EXCEPTION
     return RESP.DescribeTopicPartitionsResponseTopic(error_code=code, name=name, topic_id=ZERO_UUID,
                                                      is_internal=False, partitions=[])
 
@@ -78,6 +82,12 @@ def handle(ctx: Any, req: Any) -> Any:
                             f"{cursor.topic_name}")
     if cursor is not None and cursor.partition_index < 0:
         return _refuse(req, f"DescribeTopicPartitionsRequest cursor partition must be valid: {cursor.partition_index}")
+    denied: list[Any] = []
+    if authz.enabled(ctx):
+        allowed = set(authz.authorized(ctx, authz.DESCRIBE, authz.TOPIC, names, log_denied=not fetch_all))
+        if not fetch_all:
+            denied = [_missing(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in names if n not in allowed]
+        names = [n for n in names if n in allowed]
     remaining = max(min(MAX_PARTITION_LIMIT, req.response_partition_limit), 1)
     live = cluster.brokers
     topics: list[Any] = []
@@ -95,9 +105,9 @@ def handle(ctx: Any, req: Any) -> Any:
         parts = _partitions(topic, start, remaining, live)
         topics.append(RESP.DescribeTopicPartitionsResponseTopic(
             error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=parts,
-            topic_authorized_operations=TOPIC_OPERATIONS))
+            topic_authorized_operations=authz.operations(ctx, authz.TOPIC, name)))
         if start + remaining < len(topic.partitions):
             next_cursor = RESP.Cursor(topic_name=name, partition_index=start + remaining)
             break
         remaining -= len(parts)
-    return RESP.DescribeTopicPartitionsResponse(topics=topics, next_cursor=next_cursor)
+    return RESP.DescribeTopicPartitionsResponse(topics=topics + denied, next_cursor=next_cursor)
