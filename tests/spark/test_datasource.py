@@ -26,9 +26,10 @@ def cluster() -> Iterator[MockCluster]:
         yield running
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", autouse=True)
 def produced(cluster: MockCluster) -> list[tuple[Any, ...]]:
-    """600 records with keys, headers and timestamps; (partition, offset, key, value, headers, ts) each."""
+    """600 records with keys, headers and timestamps; (partition, offset, key, value, headers, ts) each.
+    Every test here reads them (autouse: under xdist a worker may get any subset of the tests)."""
     out: list[tuple[Any, ...]] = []
 
     def headers(i: int) -> list[tuple[str, bytes | None]]:
