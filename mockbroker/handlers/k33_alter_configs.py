@@ -22,11 +22,11 @@ Behavior (logic in mockbroker.state.config_admin):
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from typing import Any
 
-from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.errors import KafkaError
 from mockbroker.handlers import authz
+from mockbroker.handlers.configs_common import answer_each_resource
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_message, error_name
@@ -59,13 +59,5 @@ def _alter(ctx: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
 
 @register(33, 0, 2)
 def handle(ctx: Any, req: Any) -> Any:
-    counts = Counter((r.resource_type, r.resource_name) for r in req.resources)
-    out = []
-    for r in req.resources:
-        if counts[(r.resource_type, r.resource_name)] > 1:
-            code, message = ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
-        else:
-            code, message = _alter(ctx, r, req.validate_only)
-        out.append(RESP.AlterConfigsResourceResponse(error_code=code, error_message=message,
-                                                     resource_type=r.resource_type, resource_name=r.resource_name))
-    return RESP.AlterConfigsResponse(responses=out)
+    answers = answer_each_resource(RESP, req, lambda r: _alter(ctx, r, req.validate_only))
+    return RESP.AlterConfigsResponse(responses=answers)

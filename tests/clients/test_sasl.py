@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import (
     AdminClient,
     ScramCredentialInfo,
@@ -25,6 +25,7 @@ from confluent_kafka.admin import (
 )
 
 from mockbroker.cluster import MockCluster
+from tests.clients.round_trip import consume_confluent, kafka_python_round_trip
 
 pytestmark = pytest.mark.clients
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -47,18 +48,6 @@ def _rdkafka(c: MockCluster, mechanism: str, password: str = "alice-secret", use
             "sasl.username": user, "sasl.password": password}
 
 
-def _consume_confluent(config: dict[str, Any], topic: str, count: int) -> list[bytes]:
-    consumer = Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < count and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and not msg.error():
-            got.append(msg.value())
-    consumer.close()
-    return got
-
 
 def _principals(c: MockCluster) -> set[str]:
     return c.call(lambda: {conn.principal for b in c.brokers for conn in b.connections})
@@ -73,7 +62,7 @@ def test_confluent_kafka(sasl: MockCluster, mechanism: str) -> None:
         producer.produce(topic, f"m{i}".encode())
     assert producer.flush(15) == 0
     assert "User:alice" in _principals(sasl)
-    got = _consume_confluent(_rdkafka(sasl, mechanism), topic, 20)
+    got = consume_confluent(_rdkafka(sasl, mechanism), topic, 20)
     assert sorted(got) == sorted(f"m{i}".encode() for i in range(20))
 
 
@@ -90,20 +79,11 @@ def test_confluent_kafka_wrong_password(sasl: MockCluster, mechanism: str) -> No
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_kafka_python(sasl: MockCluster, mechanism: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
     topic = f"kafka-python-{mechanism}"
     sasl.create_topic(topic, 2)
     auth = {"bootstrap_servers": _bootstrap(sasl), "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism,
             "sasl_plain_username": "alice", "sasl_plain_password": "alice-secret"}
-    producer = KafkaProducer(**auth)
-    for i in range(10):
-        producer.send(topic, f"k{i}".encode())
-    producer.flush(15)
-    producer.close()
-    consumer = KafkaConsumer(topic, **auth, auto_offset_reset="earliest", group_id=f"g-{topic}")
-    got = _poll_kafka_python(consumer, 10)
-    assert got == sorted(f"k{i}".encode() for i in range(10))
+    assert kafka_python_round_trip(auth, topic) == sorted(f"k{i}".encode() for i in range(10))
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
@@ -255,12 +235,3 @@ def test_serve_with_listeners_and_sasl_users() -> None:
         proc.terminate()
         proc.wait(10)
 
-
-def _poll_kafka_python(consumer: Any, count: int) -> list[bytes]:
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < count and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=500).values():
-            got += [r.value for r in records]
-    consumer.close()
-    return sorted(got)

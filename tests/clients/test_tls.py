@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, Producer
 
 from mockbroker.cluster import MockCluster
 from tests.broker.wire import WireClient
+from tests.clients.round_trip import consume_confluent, kafka_python_round_trip
 
 pytestmark = pytest.mark.clients
 
@@ -61,16 +62,7 @@ def _round_trip_confluent(config: dict[str, Any], topic: str, count: int = 10, a
     for i in range(count):
         producer.produce(topic, f"v{i}".encode())
     assert producer.flush(15) == 0
-    consumer = Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < count + already and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and not msg.error():
-            got.append(msg.value())
-    consumer.close()
-    return sorted(got)
+    return sorted(consume_confluent(config, topic, count + already))
 
 
 def _principals(c: MockCluster) -> set[str]:
@@ -113,22 +105,13 @@ def test_confluent_kafka_over_sasl_ssl(tls: MockCluster, certs: Certs) -> None:
 
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
 def test_kafka_python_over_tls(tls: MockCluster, certs: Certs, protocol: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
     topic = f"kafka-python-{protocol}"
     tls.create_topic(topic, 2)
     config: dict[str, Any] = {"bootstrap_servers": tls.bootstrap_for(protocol), "security_protocol": protocol,
                               "ssl_cafile": certs.cafile}
     if protocol == "SASL_SSL":
         config.update(sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="alice-secret")
-    producer = KafkaProducer(**config)
-    for i in range(10):
-        producer.send(topic, f"k{i}".encode())
-    producer.flush(15)
-    producer.close()
-    consumer = KafkaConsumer(topic, **config, auto_offset_reset="earliest", group_id=f"g-{topic}")
-    got = _poll_kafka_python(consumer, 10)
-    assert got == sorted(f"k{i}".encode() for i in range(10))
+    assert kafka_python_round_trip(config, topic) == sorted(f"k{i}".encode() for i in range(10))
 
 
 def test_metadata_over_ssl_names_the_ssl_ports(tls: MockCluster, certs: Certs) -> None:
@@ -239,12 +222,3 @@ def test_serve_refuses_an_ssl_listener_without_a_certificate() -> None:
                             capture_output=True, text=True, timeout=20)
     assert result.returncode == 1 and "needs a certificate" in result.stderr and "Traceback" not in result.stderr
 
-
-def _poll_kafka_python(consumer: Any, count: int) -> list[bytes]:
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < count and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=500).values():
-            got += [r.value for r in records]
-    consumer.close()
-    return sorted(got)
