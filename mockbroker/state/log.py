@@ -149,13 +149,6 @@ class PartitionLog:
                 break
         return total
 
-    def batch_for_timestamp(self, timestamp: int) -> StoredBatch | None:
-        """The first batch whose max timestamp reaches ``timestamp`` (the handler refines within)."""
-        for b in self.batches:
-            if b.max_timestamp >= timestamp and b.last_offset >= self.log_start_offset:
-                return b
-        return None
-
     def max_timestamp_batch(self) -> StoredBatch | None:
         best: StoredBatch | None = None
         for b in self.batches:
