@@ -9,7 +9,8 @@ allocates more than about the cap.  All failures raise :class:`~mockbroker.codec
 subclasses (never zlib/lz4/zstd/cramjam exceptions):
 
 * unknown codec id -> :class:`UnsupportedCompressionError`
-* corrupt, truncated or oversized data -> :class:`DecompressionError`
+* corrupt, truncated or oversized data -> :class:`DecompressionError` (oversized:
+  its subclass :class:`~mockbroker.codec_errors.DecompressionCapError`)
 
 Formats:
 
@@ -34,7 +35,7 @@ import cramjam
 import lz4.frame
 import zstandard
 
-from mockbroker.codec_errors import DecompressionError, UnsupportedCompressionError
+from mockbroker.codec_errors import DecompressionCapError, DecompressionError, UnsupportedCompressionError
 
 __all__ = [
     "CODEC_NAMES",
@@ -144,7 +145,7 @@ def decompress(codec: int, data: Buffer, max_size: int = DEFAULT_MAX_SIZE, where
     """
     if codec == NONE:
         if len(data) > max_size:
-            raise DecompressionError(f"uncompressed data of {len(data)} bytes over cap {max_size}", where)
+            raise DecompressionCapError(f"uncompressed data of {len(data)} bytes over cap {max_size}", where)
         return bytes(data)
     if codec == GZIP:
         return _gzip_decompress(data, max_size, where)
@@ -158,7 +159,7 @@ def decompress(codec: int, data: Buffer, max_size: int = DEFAULT_MAX_SIZE, where
 
 
 def _over_cap(name: str, max_size: int, where: int) -> DecompressionError:
-    return DecompressionError(f"{name} data decompresses to more than the cap of {max_size} bytes", where)
+    return DecompressionCapError(f"{name} data decompresses to more than the cap of {max_size} bytes", where)
 
 
 def _gzip_decompress(data: Buffer, max_size: int, where: int) -> bytes:

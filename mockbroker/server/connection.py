@@ -13,6 +13,11 @@ previous one has its response (or, for acks=0 produce, none).  Frames that are a
 while a long-polling fetch waits stay queued and are answered in order.  A frame larger than
 ``socket.request.max.bytes`` (or with a negative size) closes the connection before anything is
 allocated for it; so does any request Kafka would refuse to parse.
+
+Idle connections (Kafka's ``connections.max.idle.ms``): ``last_active`` is the monotonic time of
+the last bytes read or queued for writing; the broker's one sweep task (mockbroker.server.idle)
+closes connections idle longer than the limit.  A frame that starts but never completes gets no
+timer of its own: as in Kafka, only the idle limit ends it (the log line says how much of it came).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import asyncio
 import logging
 import mmap
 import struct
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -57,9 +63,9 @@ class CloseConnection(Exception):
 
 class Connection(asyncio.BufferedProtocol):
     __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_queue",
-                 "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch", "listener",
-                 "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl", "security_protocol",
-                 "task", "transport")
+                 "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch", "last_active",
+                 "listener", "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl",
+                 "security_protocol", "task", "transport")
 
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
                  on_close: Callable[[Connection], None] | None = None,
@@ -87,6 +93,7 @@ class Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
         self.closed = False
+        self.last_active = time.monotonic()  # last bytes read or written (connections.max.idle.ms)
         self.client_software: str | None = None  # "name/version" from ApiVersions v3+
         # who the client is: "User:ANONYMOUS" until SASL authenticates it (Kafka's KafkaPrincipal string)
         self.principal = "User:ANONYMOUS"
@@ -133,6 +140,7 @@ class Connection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self.closed:
             return
+        self.last_active = time.monotonic()
         if self._frame is not None:
             self._filled += nbytes
             if self._filled < len(self._frame):
@@ -218,7 +226,22 @@ class Connection(asyncio.BufferedProtocol):
 
     def write(self, buffers: list[Any]) -> None:
         if self.transport is not None and not self.closed:
+            self.last_active = time.monotonic()
             self.transport.writelines(buffers)
+
+    @property
+    def busy(self) -> bool:
+        """A request is being answered (a long poll, a delayed or throttled answer)."""
+        return self._busy
+
+    def partial_request(self) -> tuple[int, int] | None:
+        """(bytes received, bytes announced) of a request frame that has started but not completed."""
+        if self._frame is not None:
+            return self._filled + 4, len(self._frame) + 4
+        left = self._left
+        if not left:
+            return None
+        return len(left), (_SIZE.unpack_from(left)[0] + 4 if len(left) >= 4 else -1)
 
     async def drain(self) -> None:
         """Wait until the transport accepts more data (used by long-running writers)."""
