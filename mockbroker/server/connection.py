@@ -62,9 +62,9 @@ class CloseConnection(Exception):
 
 
 class Connection(asyncio.BufferedProtocol):
-    __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_queue",
-                 "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch", "last_active",
-                 "listener", "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl",
+    __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_poison",
+                 "_queue", "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch",
+                 "last_active", "listener", "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl",
                  "security_protocol", "task", "transport")
 
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
@@ -83,6 +83,7 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = "?"
         self._staging = staging  # shared with the broker's other connections (see the module docstring)
         self._left = b""  # the start of a partial frame, put back at the staging buffer's start
+        self._poison: str | None = None  # a bad frame size seen behind queued frames: close once they are answered
         self._frame: bytearray | mmap.mmap | None = None  # a large frame being read into its own buffer
         self._frame_view = memoryview(b"")
         self._filled = 0
@@ -109,6 +110,10 @@ class Connection(asyncio.BufferedProtocol):
             self.principal = ssl_principal(transport) or self.principal
 
     def connection_lost(self, exc: Exception | None) -> None:
+        partial = None if self.closed else self.partial_request()
+        if partial is not None:  # the client went away in the middle of a request frame
+            log.info("broker %s: %s disconnected with a partial request frame (%d of %s bytes received)",
+                     self.broker_id, self.peer, partial[0], partial[1] if partial[1] >= 0 else "?")
         self.closed = True
         self._queue.clear()
         if self.task is not None and not self.task.done():
@@ -138,7 +143,7 @@ class Connection(asyncio.BufferedProtocol):
         return self._staging[len(left):]
 
     def buffer_updated(self, nbytes: int) -> None:
-        if self.closed:
+        if self.closed or self._poison is not None:
             return
         self.last_active = time.monotonic()
         if self._frame is not None:
@@ -163,7 +168,13 @@ class Connection(asyncio.BufferedProtocol):
         while end - pos >= 4:
             size = _SIZE.unpack_from(view, pos)[0]
             if size < 0 or size > self.max_request_bytes:
-                self.close(f"frame size {size} is outside 0..{self.max_request_bytes} (socket.request.max.bytes)")
+                reason = f"frame size {size} is outside 0..{self.max_request_bytes} (socket.request.max.bytes)"
+                if not self._queue and not self._busy:
+                    self.close(reason)
+                    return
+                # Kafka reads the next frame only after answering the one before: answer those first
+                self._poison, self._left = reason, b""
+                self._pause_reading()
                 return
             if end - pos - 4 >= size:
                 self._queue.append(memoryview(bytes(view[pos + 4 : pos + 4 + size])))
@@ -201,6 +212,10 @@ class Connection(asyncio.BufferedProtocol):
                 if self.on_task is not None:
                     self.on_task(self.task)
                 return
+        if self._poison is not None:
+            if not self.closed:
+                self.close(self._poison)
+            return
         self._maybe_resume_reading()
 
     def _async_done(self, task: asyncio.Future[Any]) -> None:
