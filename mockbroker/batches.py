@@ -157,8 +157,10 @@ def _verified_header(batch: memoryview) -> Any:
     """The batch header once its size and CRC check out (Kafka's RecordBatch.ensureValid)."""
     try:
         return rec.verify_batch(batch)
-    except (CorruptRecordError, UnsupportedCompressionError) as exc:  # sizes, CRC; codec ids 5-7
+    except CorruptRecordError as exc:  # sizes, CRC
         raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    except UnsupportedCompressionError as exc:  # codec ids 5-7: Kafka's CompressionType.forId throws
+        raise BatchRejected(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) from None
     except CodecError as exc:  # a negative record count: Kafka's LogValidator, InvalidRecordException
         raise BatchRejected(ErrorCode.INVALID_RECORD, f"invalid record batch: {exc}") from None
 
@@ -175,8 +177,6 @@ def _decompressed(batch: memoryview, codec: int) -> memoryview:
         return memoryview(rec.decompress(codec, batch[rec.HEADER_SIZE:], where=rec.HEADER_SIZE))
     except DecompressionCapError as exc:
         raise BatchRejected(ErrorCode.INVALID_RECORD, f"decompression bomb refused: {exc}") from None
-    except UnsupportedCompressionError as exc:
-        raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     except CodecError as exc:
         raise BatchRejected(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to decompress record stream: {exc}") from None
 
