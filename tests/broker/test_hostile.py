@@ -31,7 +31,7 @@ MAX_REQUEST = 1_000_000  # socket.request.max.bytes here (Kafka's default is 104
 
 @pytest.fixture
 def h(caplog: pytest.LogCaptureFixture) -> Iterator[Harness]:
-    with harness(caplog, config={"socket.request.max.bytes": MAX_REQUEST}) as got:
+    with harness(caplog, config={"socket.request.max.bytes": MAX_REQUEST}, topics={"calm-kp": 1}) as got:
         yield got
 
 
@@ -137,3 +137,53 @@ def test_every_api_at_an_unsupported_version(h: Harness) -> None:
             assert corr == key and body.error_code == ErrorCode.UNSUPPORTED_VERSION
             assert {(k.api_key, k.max_version) for k in body.api_keys} == {
                 (k, handler.max_version) for k, handler in HANDLERS.items()}
+
+
+@pytest.mark.parametrize(("version", "body", "detail"), [
+    # an array count that lies (refused before anything is allocated for it)
+    (4, struct.pack(">i", 2**31 - 1) + b"\x00\x01a", r"array count 2147483647 is larger than the remaining data"),
+    (4, struct.pack(">ih", 1, -2) + b"\x01", r"invalid name length -2"),  # a negative string length
+    (4, struct.pack(">ih", 1, 50) + b"short\x01", r"string of 50 bytes runs past the end"),
+    # flexible header: its tagged-field count is a varint too long
+    (12, b"\xff" * 6, r"varint longer than 5 bytes in RequestHeader v2"),
+    # flexible body: the compact array length is a varint too long
+    (12, b"\x00" + b"\x82\x80\x80\x80\x80\x01", r"varint longer than 5 bytes in MetadataRequest v12.topics"),
+    (12, b"\x00\x02" + b"\x00" * 16 + b"\x05ab", r"string of 4 bytes runs past the end"),
+], ids=["array-count-lies", "negative-string-length", "string-past-end", "bad-header-varint", "bad-body-varint",
+        "compact-string-past-end"])
+def test_unparseable_request_bodies_close_the_connection(h: Harness, version: int, body: bytes, detail: str) -> None:
+    """Kafka: RequestContext.parseRequest fails -> InvalidRequestException -> the connection closes."""
+    with h.case(rf"malformed Metadata v{version} request: .*{detail}"), h.connect() as s:
+        s.sendall(framed(raw_header(3, version) + body))
+        assert closed_by_peer(s)
+
+
+def test_kafka_python_works_through_a_barrage_of_junk(h: Harness) -> None:
+    """kafka-python (producer + consumer) sends and reads 300 records while 60 connections send junk."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    junk = [struct.pack(">i", -1), struct.pack(">i", 2**31 - 1), framed(raw_header(999, 0)),
+            framed(raw_header(0, 99)), framed(raw_header(3, 4) + struct.pack(">i", 2**31 - 1)), framed(b"\x00")]
+    bootstrap = f"127.0.0.1:{h.port}"
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    consumer = KafkaConsumer("calm-kp", bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=15000, group_id=None)
+    try:
+        for i in range(300):
+            producer.send("calm-kp", b"%d" % i)
+            if i % 5 == 0:
+                with h.connect() as s:
+                    s.sendall(junk[(i // 5) % len(junk)])
+                    assert closed_by_peer(s)
+        producer.flush(15)
+        got = []
+        for msg in consumer:
+            got.append(msg.value)
+            if len(got) == 300:
+                break
+        assert got == [b"%d" % i for i in range(300)]
+    finally:
+        producer.close(5)
+        consumer.close()
+    h.expect_log(r"unknown or unsupported api key 999")
+    h.bystander.assert_progress(0, rounds=10)
