@@ -136,3 +136,34 @@ def test_confluent_kafka_reconnects_after_its_idle_connection_is_closed(h: Harne
     finally:
         stop.set()
         reader.join(20)
+
+
+def test_aiokafka_reconnects_after_its_idle_connection_is_closed(h: Harness) -> None:
+    """aiokafka: after its connections were closed as idle, the same producer sends again and a
+    consumer reads both records."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def run() -> list[bytes]:
+        bootstrap = f"127.0.0.1:{h.port}"
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+        await producer.start()
+        try:
+            await producer.send_and_wait("t", b"before")
+            await asyncio.sleep(3 * IDLE_MS / 1000)
+            await producer.send_and_wait("t", b"after")
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer("t", bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            got: list[bytes] = []
+            while len(got) < 2:
+                got.append((await asyncio.wait_for(consumer.getone(), 15)).value)
+            return got
+        finally:
+            await consumer.stop()
+
+    with h.case(r"over connections.max.idle.ms", max_latency_s=3.0):
+        assert asyncio.run(run()) == [b"before", b"after"]
