@@ -280,11 +280,15 @@ class Connection(asyncio.BufferedProtocol):
         ``delay_s`` later (Kafka's connection.failed.authentication.delay.ms)."""
         asyncio.get_running_loop().call_later(delay_s, self.close, reason)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, abort: bool = False) -> None:
+        """Close with a log line; ``abort`` drops responses not yet taken by the client (idle expiry)."""
         if self.closed:
             return
         log.warning("broker %s: closing connection from %s: %s", self.broker_id, self.peer, reason)
         self.closed = True
         self._queue.clear()
         if self.transport is not None:
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()

@@ -12,6 +12,8 @@ than the limit.  The hot path pays one ``time.monotonic()`` per read and per wri
 Two mock choices: a connection whose request is still being answered (a long poll, a delayed or
 throttled answer) is not idle, and one whose queued response bytes are still draining to the client
 counts as active (asyncio writes in the background, so the sweep watches the write buffer shrink).
+An expired connection is aborted: responses a client never read are dropped with it, not kept
+until it reads them.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def sweep_interval(max_idle_ms: int) -> float:
     return min(MAX_SWEEP_S, max(MIN_SWEEP_S, max_idle_ms / 4000))
 
 
-def expire(connections: Iterable[Connection], max_idle_ms: int, broker_id: int, now: float | None = None,
+def expire(connections: Iterable[Connection], max_idle_ms: int, now: float | None = None,
            draining: dict[Connection, int] | None = None) -> int:
     """Close the connections idle longer than ``max_idle_ms``; return how many were closed.
 
@@ -44,6 +46,9 @@ def expire(connections: Iterable[Connection], max_idle_ms: int, broker_id: int, 
     now = time.monotonic() if now is None else now
     limit = max_idle_ms / 1000
     closed = 0
+    if draining:  # forget connections that closed since the last sweep
+        for gone in [c for c in draining if c.closed]:
+            del draining[gone]
     for conn in list(connections):
         if conn.closed or conn.busy:
             continue
@@ -61,7 +66,9 @@ def expire(connections: Iterable[Connection], max_idle_ms: int, broker_id: int, 
         partial = conn.partial_request()
         what = "no request in progress" if partial is None else (
             f"a request frame stalled after {partial[0]} of {partial[1] if partial[1] >= 0 else '?'} bytes")
-        conn.close(f"idle for {int(idle * 1000)} ms, over connections.max.idle.ms={max_idle_ms} ({what})")
+        # abort: answers the client never took are dropped, not kept until it reads (Kafka drops them too)
+        conn.close(f"idle for {int(idle * 1000)} ms, over connections.max.idle.ms={max_idle_ms} ({what})",
+                   abort=True)
         if draining is not None:
             draining.pop(conn, None)
         closed += 1
@@ -75,6 +82,6 @@ async def sweep_forever(connections: set[Connection], max_idle_ms: int, broker_i
     while True:
         await asyncio.sleep(interval)
         try:
-            expire(connections, max_idle_ms, broker_id, draining=draining)
+            expire(connections, max_idle_ms, draining=draining)
         except Exception:  # never let one bad sweep stop the next ones
             log.exception("broker %s: idle connection sweep failed", broker_id)

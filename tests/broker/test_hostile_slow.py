@@ -22,7 +22,7 @@ from mockbroker.cluster import MockCluster
 from mockbroker.protocol import api
 
 from .hostile import Harness, closed_by_peer, harness, read_frame
-from .wire import WireClient, fetch_body
+from .wire import WireClient, fetch_body, produce_body
 
 IDLE_MS = 600
 
@@ -167,3 +167,30 @@ def test_aiokafka_reconnects_after_its_idle_connection_is_closed(h: Harness) -> 
 
     with h.case(r"over connections.max.idle.ms", max_latency_s=3.0):
         assert asyncio.run(run()) == [b"before", b"after"]
+
+
+def test_a_reader_that_stops_reading_is_closed_once_idle(h: Harness) -> None:
+    """Responses queued for a client that never reads them: no bytes move, so the connection is
+    idle (Kafka: no socket events either) and is closed; the queued answers are dropped."""
+    import socket
+
+    from mockbroker import records as rec
+
+    with WireClient(h.port) as w:
+        w.call(0, 9, produce_body(9, "t", 0, rec.build_batch([(b"k", b"v" * 400_000)])))
+    frame = api.to_bytes(api.encode_request(1, 12, 1, fetch_body("t", 0, 0)))
+    with h.case(r"over connections.max.idle.ms=600 \(no request in progress\)"):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", h.port))
+        with s:
+            s.sendall(frame * 20)  # ~8 MB of answers, never read
+            time.sleep(IDLE_MS / 1000 + 1.2)
+            s.settimeout(5)
+            received = 0
+            try:
+                while chunk := s.recv(1 << 20):
+                    received += len(chunk)
+            except ConnectionResetError:
+                pass
+    assert received < 20 * 400_000  # closed before it could all be read
