@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from mockbroker import records as rec
-from mockbroker.codec_errors import CodecError, CorruptRecordError
+from mockbroker.codec_errors import (
+    CodecError,
+    CorruptRecordError,
+    DecompressionCapError,
+    UnsupportedCompressionError,
+)
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.log import StoredBatch
 
@@ -99,24 +104,22 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy) -> tuple[memor
     if len(batch) > policy.max_message_bytes:
         raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
                             f"batch of {len(batch)} bytes exceeds max.message.bytes {policy.max_message_bytes}")
+    header = _verified_header(batch)
+    if header.compression == 4 and version < 7:
+        raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7+, got v{version}")
+    if header.compression:
+        data = _decompressed(batch, header.compression)
+        start, path = 0, "decompressed records"
+    else:
+        data, start, path = batch, rec.HEADER_SIZE, "records"
+    lo = hi = None
+    if not policy.log_append_time:
+        lo, hi = policy.now_ms - policy.before_max_ms, policy.now_ms + policy.after_max_ms
     try:
-        header = rec.verify_batch(batch)
-        if header.compression == 4 and version < 7:
-            raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7+, got v{version}")
-        if header.compression:
-            data = memoryview(rec.decompress(header.compression, batch[rec.HEADER_SIZE:], where=rec.HEADER_SIZE))
-            start, path = 0, "decompressed records"
-        else:
-            data, start, path = batch, rec.HEADER_SIZE, "records"
-        lo = hi = None
-        if not policy.log_append_time:
-            lo, hi = policy.now_ms - policy.before_max_ms, policy.now_ms + policy.after_max_ms
         problems = rec.check_records(data, start, len(data), header.record_count, header.base_timestamp,
                                      lo, hi, policy.compacted, path)
-    except CorruptRecordError as exc:
-        raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-    except CodecError as exc:
-        raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, f"unreadable record batch: {exc}") from None
+    except CodecError as exc:  # Kafka: InvalidRecordException ("Found invalid record structure", ...)
+        raise BatchRejected(ErrorCode.INVALID_RECORD, f"invalid record structure: {exc}") from None
     if header.is_control:
         raise BatchRejected(ErrorCode.INVALID_RECORD, "clients are not allowed to write control records")
     if header.record_count == 0 or header.last_offset_delta + 1 != header.record_count:
@@ -148,6 +151,34 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy) -> tuple[memor
         rec.set_log_append_time(stamped, 0, policy.now_ms)
         batch = memoryview(stamped)
     return batch, rec.parse_batch_header(batch)
+
+
+def _verified_header(batch: memoryview) -> Any:
+    """The batch header once its size and CRC check out (Kafka's RecordBatch.ensureValid)."""
+    try:
+        return rec.verify_batch(batch)
+    except CorruptRecordError as exc:  # sizes, CRC
+        raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    except UnsupportedCompressionError as exc:  # codec ids 5-7: Kafka's CompressionType.forId throws
+        raise BatchRejected(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) from None
+    except CodecError as exc:  # a negative record count: Kafka's LogValidator, InvalidRecordException
+        raise BatchRejected(ErrorCode.INVALID_RECORD, f"invalid record batch: {exc}") from None
+
+
+def _decompressed(batch: memoryview, codec: int) -> memoryview:
+    """The batch's records, decompressed within the cap (records.compression.DEFAULT_MAX_SIZE).
+
+    Kafka answers data its codec cannot read with UNKNOWN_SERVER_ERROR (a KafkaException, "Failed
+    to decompress record stream").  Kafka has no cap: a bomb of zeros fails there as an invalid
+    record (INVALID_RECORD) at its first record, without inflating the rest; the mock answers
+    INVALID_RECORD for anything past the cap, having inflated at most about the cap.
+    """
+    try:
+        return memoryview(rec.decompress(codec, batch[rec.HEADER_SIZE:], where=rec.HEADER_SIZE))
+    except DecompressionCapError as exc:
+        raise BatchRejected(ErrorCode.INVALID_RECORD, f"decompression bomb refused: {exc}") from None
+    except CodecError as exc:
+        raise BatchRejected(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to decompress record stream: {exc}") from None
 
 
 def _target_codec(policy: str, current: int) -> int:

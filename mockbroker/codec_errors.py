@@ -3,7 +3,7 @@
 Protocol (request/response) decoding and record decoding both raise subclasses of
 :class:`CodecError`, which names what was wrong and where (a byte offset and, where known,
 the field path).  Callers map them to Kafka error codes: :class:`CorruptRecordError` to
-CORRUPT_MESSAGE, the rest of the records family to CORRUPT_MESSAGE or INVALID_RECORD, and any
+CORRUPT_MESSAGE, the rest of the records family to INVALID_RECORD (mockbroker.batches), and any
 error in a request frame to a closed connection (as Kafka does for unparseable requests).
 """
 
@@ -55,6 +55,10 @@ class UnsupportedCompressionError(CodecError):
 
 class DecompressionError(CodecError):
     """Compressed data that does not decompress, or decompresses past the size cap."""
+
+
+class DecompressionCapError(DecompressionError):
+    """Compressed data that decompresses past the size cap (a "decompression bomb")."""
 
 
 class CorruptRecordError(CodecError):

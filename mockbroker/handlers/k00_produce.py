@@ -8,6 +8,9 @@ Behavior:
   leader and its endpoint (v10+) so the client can move without a metadata round trip.
 - Every batch is validated (see mockbroker.batches): CRC -> CORRUPT_MESSAGE, size ->
   MESSAGE_TOO_LARGE, magic per version / one batch per partition (v3+) -> INVALID_RECORD,
+  records that do not parse (bad varints, lengths, counts that lie) -> INVALID_RECORD, compressed
+  data the codec cannot read and codec ids 5-7 -> UNKNOWN_SERVER_ERROR (as Kafka), over the
+  decompression cap -> INVALID_RECORD,
   zstd before v7 -> UNSUPPORTED_COMPRESSION_TYPE, timestamps -> INVALID_TIMESTAMP with the records
   named in record_errors (v8+).
 - Offsets are assigned here; LogAppendTime topics answer log_append_time_ms.

@@ -9,7 +9,8 @@ allocates more than about the cap.  All failures raise :class:`~mockbroker.codec
 subclasses (never zlib/lz4/zstd/cramjam exceptions):
 
 * unknown codec id -> :class:`UnsupportedCompressionError`
-* corrupt, truncated or oversized data -> :class:`DecompressionError`
+* corrupt, truncated or oversized data -> :class:`DecompressionError` (oversized:
+  its subclass :class:`~mockbroker.codec_errors.DecompressionCapError`)
 
 Formats:
 
@@ -34,7 +35,7 @@ import cramjam
 import lz4.frame
 import zstandard
 
-from mockbroker.codec_errors import DecompressionError, UnsupportedCompressionError
+from mockbroker.codec_errors import DecompressionCapError, DecompressionError, UnsupportedCompressionError
 
 __all__ = [
     "CODEC_NAMES",
@@ -68,7 +69,7 @@ _INT32 = struct.Struct(">i")
 _GZIP_TRAILER = struct.Struct("<II")
 
 # Decompressors produce at most about this much per step, bounding memory held past the cap.
-_STEP_OUTPUT = 8 * 1024 * 1024
+_STEP_OUTPUT = 1024 * 1024
 # A zstd block of n compressed bytes yields at most about 32 KiB per byte (an RLE block: a
 # 3-byte header and one byte expand to 128 KiB), so feeding input in slices bounds each step's
 # output to about _STEP_OUTPUT (and never far past the cap), whatever the frame claims.
@@ -144,7 +145,7 @@ def decompress(codec: int, data: Buffer, max_size: int = DEFAULT_MAX_SIZE, where
     """
     if codec == NONE:
         if len(data) > max_size:
-            raise DecompressionError(f"uncompressed data of {len(data)} bytes over cap {max_size}", where)
+            raise DecompressionCapError(f"uncompressed data of {len(data)} bytes over cap {max_size}", where)
         return bytes(data)
     if codec == GZIP:
         return _gzip_decompress(data, max_size, where)
@@ -158,22 +159,48 @@ def decompress(codec: int, data: Buffer, max_size: int = DEFAULT_MAX_SIZE, where
 
 
 def _over_cap(name: str, max_size: int, where: int) -> DecompressionError:
-    return DecompressionError(f"{name} data decompresses to more than the cap of {max_size} bytes", where)
+    return DecompressionCapError(f"{name} data decompresses to more than the cap of {max_size} bytes", where)
+
+
+class _Output:
+    """Decompressed output kept as the decompressor's own chunks, joined once at the end: a bomb
+    stops at the cap having held about the cap (a growing bytearray would also hold the copies
+    its reallocations leave behind), and a good batch costs the same one copy as before."""
+
+    __slots__ = ("chunks", "max_size", "name", "size", "where")
+
+    def __init__(self, max_size: int, name: str, where: int) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.max_size, self.name, self.where = max_size, name, where
+
+    def step(self) -> int:
+        """How much the next step may produce: up to one byte past the cap (to detect it), bounded."""
+        return min(self.max_size + 1 - self.size, _STEP_OUTPUT)
+
+    def add(self, chunk: bytes) -> None:
+        if chunk:
+            self.size += len(chunk)
+            if self.size > self.max_size:
+                self.chunks.clear()
+                raise _over_cap(self.name, self.max_size, self.where)
+            self.chunks.append(chunk)
+
+    def join(self) -> bytes:
+        return self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
 
 
 def _gzip_decompress(data: Buffer, max_size: int, where: int) -> bytes:
-    out = bytearray()
+    out = _Output(max_size, "gzip", where)
     pending: Buffer = data
     try:
         while True:  # one gzip member per pass
             inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
             while True:
                 # The step is always >= 1 (a max_length of 0 would mean "unlimited").
-                step = min(max_size + 1 - len(out), _STEP_OUTPUT)
+                step = out.step()
                 chunk = inflater.decompress(pending, step)
-                out += chunk
-                if len(out) > max_size:
-                    raise _over_cap("gzip", max_size, where)
+                out.add(chunk)
                 pending = inflater.unconsumed_tail
                 if inflater.eof:
                     break
@@ -181,7 +208,7 @@ def _gzip_decompress(data: Buffer, max_size: int, where: int) -> bytes:
                     raise DecompressionError("gzip data is truncated", where)
             pending = inflater.unused_data
             if not pending:
-                return bytes(out)
+                return out.join()
     except zlib.error as exc:
         raise DecompressionError(f"gzip data is corrupt ({exc})", where) from None
 
@@ -238,15 +265,13 @@ def _snappy_decompress(data: Buffer, max_size: int, where: int) -> bytes:
 
 
 def _lz4_decompress(data: Buffer, max_size: int, where: int) -> bytes:
-    out = bytearray()
+    out = _Output(max_size, "lz4", where)
     pending: Buffer = data
     try:
         while True:  # one frame per pass
             decoder = lz4.frame.LZ4FrameDecompressor()
             while True:
-                out += decoder.decompress(pending, max_length=min(max_size + 1 - len(out), _STEP_OUTPUT))
-                if len(out) > max_size:
-                    raise _over_cap("lz4", max_size, where)
+                out.add(decoder.decompress(pending, max_length=out.step()))
                 pending = b""  # the decoder keeps what it has not consumed yet
                 if decoder.eof:
                     break
@@ -254,7 +279,7 @@ def _lz4_decompress(data: Buffer, max_size: int, where: int) -> bytes:
                     raise DecompressionError("lz4 frame is truncated", where)
             pending = decoder.unused_data
             if not pending:
-                return bytes(out)
+                return out.join()
     except RuntimeError as exc:
         raise DecompressionError(f"lz4 data is corrupt ({exc})", where) from None
 
@@ -266,7 +291,7 @@ def _zstd_decompress(data: Buffer, max_size: int, where: int) -> bytes:
     while window < max_size and window < _ZSTD_MAX_WINDOW:
         window <<= 1
     dctx = zstandard.ZstdDecompressor(max_window_size=window)
-    out = bytearray()
+    out = _Output(max_size, "zstd", where)
     pos = 0
     try:
         if n == 0:
@@ -276,15 +301,12 @@ def _zstd_decompress(data: Buffer, max_size: int, where: int) -> bytes:
             while not decoder.eof:
                 if pos >= n:
                     raise DecompressionError("zstd frame is truncated", where)
-                room = min(max_size + 1 - len(out), _STEP_OUTPUT)
-                feed = max(_ZSTD_MIN_FEED, room // _ZSTD_MAX_RATIO)
+                feed = max(_ZSTD_MIN_FEED, out.step() // _ZSTD_MAX_RATIO)
                 chunk = view[pos : pos + feed]
                 pos += len(chunk)
-                out += decoder.decompress(chunk)
-                if len(out) > max_size:
-                    raise _over_cap("zstd", max_size, where)
+                out.add(decoder.decompress(chunk))
             # The decoder stops at the frame end; bytes it was fed past it start the next frame.
             pos -= len(decoder.unused_data)
     except zstandard.ZstdError as exc:
         raise DecompressionError(f"zstd data is corrupt ({exc})", where) from None
-    return bytes(out)
+    return out.join()

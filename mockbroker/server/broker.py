@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.server.connection import STAGING_BYTES, Connection
 from mockbroker.server.dispatch import dispatch
+from mockbroker.server.idle import sweep_forever
 from mockbroker.server.listeners import ListenerSpec, broker_port
 from mockbroker.server.sasl import SaslSession, enabled_mechanisms
 from mockbroker.state.fetch_sessions import FetchSessionCache
@@ -40,6 +41,7 @@ class BrokerServer:
         self.tasks: set[asyncio.Future[Any]] = set()  # requests still being answered (long polls)
         self.partitioned = False  # a network partition: connections hang, nothing is answered
         self.fetch_sessions = FetchSessionCache(cluster.config["max.incremental.fetch.session.cache.slots"])
+        self.idle_sweep: asyncio.Task[None] | None = None  # closes idle connections (mockbroker.server.idle)
 
     def use_state(self, cluster: ClusterState) -> None:
         """Serve a fresh cluster state (MockCluster.reset): sessions of the old one are forgotten."""
@@ -77,6 +79,9 @@ class BrokerServer:
                      spec.name, spec.protocol)
         self.server = self.servers[0]
         self.port = self.ports[self.listeners[0].name]
+        max_idle_ms = int(self.cluster.config["connections.max.idle.ms"])
+        if max_idle_ms >= 0:  # Kafka: a negative connections.max.idle.ms never expires connections
+            self.idle_sweep = loop.create_task(sweep_forever(self.connections, max_idle_ms, self.node_id))
 
     def address(self, listener: str | None = None) -> tuple[str, int]:
         """(host, port) this broker listens on for a listener (default: the first)."""
@@ -87,6 +92,9 @@ class BrokerServer:
         return spec.host, self.ports[name]
 
     async def stop(self) -> None:
+        if self.idle_sweep is not None:
+            self.idle_sweep.cancel()
+            self.idle_sweep = None
         for server in self.servers:
             server.close()
         for conn in list(self.connections):

@@ -13,6 +13,11 @@ previous one has its response (or, for acks=0 produce, none).  Frames that are a
 while a long-polling fetch waits stay queued and are answered in order.  A frame larger than
 ``socket.request.max.bytes`` (or with a negative size) closes the connection before anything is
 allocated for it; so does any request Kafka would refuse to parse.
+
+Idle connections (Kafka's ``connections.max.idle.ms``): ``last_active`` is the monotonic time of
+the last bytes read or queued for writing; the broker's one sweep task (mockbroker.server.idle)
+closes connections idle longer than the limit.  A frame that starts but never completes gets no
+timer of its own: as in Kafka, only the idle limit ends it (the log line says how much of it came).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import asyncio
 import logging
 import mmap
 import struct
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -56,10 +62,10 @@ class CloseConnection(Exception):
 
 
 class Connection(asyncio.BufferedProtocol):
-    __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_queue",
-                 "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch", "listener",
-                 "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl", "security_protocol",
-                 "task", "transport")
+    __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_poison",
+                 "_queue", "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch",
+                 "last_active", "listener", "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl",
+                 "security_protocol", "task", "transport")
 
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
                  on_close: Callable[[Connection], None] | None = None,
@@ -77,6 +83,7 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = "?"
         self._staging = staging  # shared with the broker's other connections (see the module docstring)
         self._left = b""  # the start of a partial frame, put back at the staging buffer's start
+        self._poison: str | None = None  # a bad frame size seen behind queued frames: close once they are answered
         self._frame: bytearray | mmap.mmap | None = None  # a large frame being read into its own buffer
         self._frame_view = memoryview(b"")
         self._filled = 0
@@ -87,6 +94,7 @@ class Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
         self.closed = False
+        self.last_active = time.monotonic()  # last bytes read or written (connections.max.idle.ms)
         self.client_software: str | None = None  # "name/version" from ApiVersions v3+
         # who the client is: "User:ANONYMOUS" until SASL authenticates it (Kafka's KafkaPrincipal string)
         self.principal = "User:ANONYMOUS"
@@ -102,6 +110,10 @@ class Connection(asyncio.BufferedProtocol):
             self.principal = ssl_principal(transport) or self.principal
 
     def connection_lost(self, exc: Exception | None) -> None:
+        partial = None if self.closed else self.partial_request()
+        if partial is not None:  # the client went away in the middle of a request frame
+            log.info("broker %s: %s disconnected with a partial request frame (%d of %s bytes received)",
+                     self.broker_id, self.peer, partial[0], partial[1] if partial[1] >= 0 else "?")
         self.closed = True
         self._queue.clear()
         if self.task is not None and not self.task.done():
@@ -131,8 +143,9 @@ class Connection(asyncio.BufferedProtocol):
         return self._staging[len(left):]
 
     def buffer_updated(self, nbytes: int) -> None:
-        if self.closed:
+        if self.closed or self._poison is not None:
             return
+        self.last_active = time.monotonic()
         if self._frame is not None:
             self._filled += nbytes
             if self._filled < len(self._frame):
@@ -155,7 +168,13 @@ class Connection(asyncio.BufferedProtocol):
         while end - pos >= 4:
             size = _SIZE.unpack_from(view, pos)[0]
             if size < 0 or size > self.max_request_bytes:
-                self.close(f"frame size {size} is outside 0..{self.max_request_bytes} (socket.request.max.bytes)")
+                reason = f"frame size {size} is outside 0..{self.max_request_bytes} (socket.request.max.bytes)"
+                if not self._queue and not self._busy:
+                    self.close(reason)
+                    return
+                # Kafka reads the next frame only after answering the one before: answer those first
+                self._poison, self._left = reason, b""
+                self._pause_reading()
                 return
             if end - pos - 4 >= size:
                 self._queue.append(memoryview(bytes(view[pos + 4 : pos + 4 + size])))
@@ -193,6 +212,10 @@ class Connection(asyncio.BufferedProtocol):
                 if self.on_task is not None:
                     self.on_task(self.task)
                 return
+        if self._poison is not None:
+            if not self.closed:
+                self.close(self._poison)
+            return
         self._maybe_resume_reading()
 
     def _async_done(self, task: asyncio.Future[Any]) -> None:
@@ -218,7 +241,22 @@ class Connection(asyncio.BufferedProtocol):
 
     def write(self, buffers: list[Any]) -> None:
         if self.transport is not None and not self.closed:
+            self.last_active = time.monotonic()
             self.transport.writelines(buffers)
+
+    @property
+    def busy(self) -> bool:
+        """A request is being answered (a long poll, a delayed or throttled answer)."""
+        return self._busy
+
+    def partial_request(self) -> tuple[int, int] | None:
+        """(bytes received, bytes announced) of a request frame that has started but not completed."""
+        if self._frame is not None:
+            return self._filled + 4, len(self._frame) + 4
+        left = self._left
+        if not left:
+            return None
+        return len(left), (_SIZE.unpack_from(left)[0] + 4 if len(left) >= 4 else -1)
 
     async def drain(self) -> None:
         """Wait until the transport accepts more data (used by long-running writers)."""
@@ -242,11 +280,15 @@ class Connection(asyncio.BufferedProtocol):
         ``delay_s`` later (Kafka's connection.failed.authentication.delay.ms)."""
         asyncio.get_running_loop().call_later(delay_s, self.close, reason)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, abort: bool = False) -> None:
+        """Close with a log line; ``abort`` drops responses not yet taken by the client (idle expiry)."""
         if self.closed:
             return
         log.warning("broker %s: closing connection from %s: %s", self.broker_id, self.peer, reason)
         self.closed = True
         self._queue.clear()
         if self.transport is not None:
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()

@@ -20,6 +20,7 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "default.replication.factor": (1, int),
     "message.max.bytes": (1048588, int),
     "socket.request.max.bytes": (104857600, int),
+    "connections.max.idle.ms": (600000, int),  # read at broker start; < 0 never closes idle connections
     "log.message.timestamp.type": ("CreateTime", str),
     "log.message.timestamp.before.max.ms": (INT64_MAX, int),
     "log.message.timestamp.after.max.ms": (3600000, int),

@@ -137,6 +137,7 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "default.replication.factor": _b(INT, "1", "Default replication factor of new topics."),
     "delete.topic.enable": _b(BOOLEAN, "true", "Whether topics may be deleted."),
     "socket.request.max.bytes": _b(INT, "104857600", "Largest request the broker reads."),
+    "connections.max.idle.ms": _b(LONG, "600000", "Close connections idle (no bytes in or out) this long."),
     "fetch.max.bytes": _b(INT, "57671680", "Largest fetch response."),
     "group.initial.rebalance.delay.ms": _b(INT, "3000", "Delay before the first rebalance of a new group."),
     "group.consumer.session.timeout.ms": _b(INT, "45000", "KIP-848 consumer session timeout."),
