@@ -137,6 +137,7 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "default.replication.factor": _b(INT, "1", "Default replication factor of new topics."),
     "delete.topic.enable": _b(BOOLEAN, "true", "Whether topics may be deleted."),
     "socket.request.max.bytes": _b(INT, "104857600", "Largest request the broker reads."),
+    "socket.listen.backlog.size": _b(INT, "50", "Pending connections the listen socket queues (mock default: 1024)."),
     "fetch.max.bytes": _b(INT, "57671680", "Largest fetch response."),
     "group.initial.rebalance.delay.ms": _b(INT, "3000", "Delay before the first rebalance of a new group."),
     "group.consumer.session.timeout.ms": _b(INT, "45000", "KIP-848 consumer session timeout."),
@@ -194,6 +195,8 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "mock.transaction.marker.delay.ms": _b(INT, "0", "Mock: how long a transaction stays Prepare* before its "
                                            "markers are written.", True),
     "mock.journal.max.entries": _b(INT, "10000", "Mock: requests the journal keeps (0: off)."),
+    "mock.log.max.total.bytes": _b(LONG, None, "Mock: memory cap on all stored record batches; produce beyond "
+                                   "it gets KAFKA_STORAGE_ERROR (-1: none; default: half the memory).", True),
 }
 
 
