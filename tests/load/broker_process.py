@@ -7,6 +7,7 @@ measured apart from the clients driving it.
 from __future__ import annotations
 
 import json
+import resource
 import signal
 import subprocess
 import sys
@@ -24,15 +25,22 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-class BrokerProcess:
-    """``python -m mockbroker serve --port 0 --control-port 0 ARGS``; stderr goes to a temporary file."""
+def _soft_nofile(limit: int) -> None:
+    """In the child before exec: start it with this soft RLIMIT_NOFILE."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
-    def __init__(self, *args: str, log_level: str = "WARNING") -> None:
+
+class BrokerProcess:
+    """``python -m mockbroker serve --port 0 --control-port 0 ARGS``; stderr goes to a temporary file;
+    ``open_files``: the soft RLIMIT_NOFILE it starts with."""
+
+    def __init__(self, *args: str, log_level: str = "WARNING", open_files: int | None = None) -> None:
         self.stderr = tempfile.NamedTemporaryFile("w+", prefix="mockbroker-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mockbroker", "serve", "--port", "0", "--control-port", "0",
              "--log-level", log_level, *args],
             stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+            preexec_fn=None if open_files is None else lambda: _soft_nofile(open_files),
         )
         self.bootstrap = ""
         self.control = ""
