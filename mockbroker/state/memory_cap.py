@@ -106,7 +106,8 @@ class MemoryCap:
             self.refused += 1
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
                              f"{TOTAL_CAP} ({limit} bytes) reached: the cluster holds {self.total} bytes of "
-                             f"record batches and retention cannot free {need} more for {topic.name}-{log.index}")
+                             f"record batches and retention cannot make room for {need} more bytes for "
+                             f"{topic.name}-{log.index}; produce refused")
         self.total += need
 
     def appended(self, topic: Any, log: PartitionLog) -> None:
