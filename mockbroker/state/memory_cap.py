@@ -21,6 +21,9 @@ whatever the pace of the retention check (state/retention.py, every
   topic deletion) frees room or their delivery timeout ends. -1 turns the cap off; the default is
   half of the machine's memory (or of the cgroup's limit, when lower), read when the mock starts.
 
+A stored batch that is a small part of a produce request frame is copied out of it (``detached``),
+so what the caps count is what memory holds.
+
 Acknowledged data is never removed by the caps except through the topic's own retention.
 """
 
@@ -44,6 +47,7 @@ logger = logging.getLogger("mockbroker.memory")
 TOTAL_CAP = "mock.log.max.total.bytes"
 BATCH_OVERHEAD = 512  # bytes a stored batch costs beyond its own (its objects and buffer views)
 PARTITION_SLACK = 1024 * 1024  # at least this much above retention.bytes before an append trims at once
+FRAME_SLACK = 4096  # bytes of a request frame a stored batch may keep alive beyond twice its own size
 RETENTION_RETRY_S = 0.2  # at most one extra retention pass this often while the global cap bites
 
 
@@ -70,6 +74,22 @@ def default_total_cap() -> int:
 def stored_bytes(log: PartitionLog) -> int:
     """What a partition counts against the global cap."""
     return log.size_bytes + BATCH_OVERHEAD * len(log.batches)
+
+
+def detached(batch: memoryview) -> memoryview:
+    """``batch`` itself, or a copy when it is a small part of a larger request frame: a stored batch
+    keeps its frame alive, so without the copy one partition's batch of a produce request for many
+    partitions would keep the others' bytes in memory after retention deleted them, uncounted by the
+    caps. Batches that are most of their frame (the common single-partition or 1 MiB case) stay
+    zero-copy; the frame may hold at most about ``FRAME_SLACK`` bytes beyond twice the batch."""
+    frame = batch.obj
+    try:
+        frame_size = len(frame)  # type: ignore[arg-type]
+    except TypeError:
+        return batch
+    if frame_size > 2 * len(batch) + FRAME_SLACK:
+        return memoryview(bytes(batch))
+    return batch
 
 
 class MemoryCap:

@@ -164,3 +164,20 @@ def test_a_confluent_producer_flooding_a_capped_broker() -> None:
         producer.flush(10)
         assert ok == [None]
         assert broker.alive()
+
+
+def test_a_stored_batch_does_not_keep_a_larger_request_frame_alive() -> None:
+    with MockCluster(brokers=1, topics={"two": 2}) as cluster, WireClient(_port(cluster)) as client:
+        m = api.request_module(0)
+        big, small = rec.build_batch([(b"k", b"b" * 60_000)]), rec.build_batch([(b"k", b"s" * 100)])
+        answer = client.call(0, 9, m.ProduceRequest(acks=1, timeout_ms=5000, topic_data=[m.TopicProduceData(
+            name="two", partition_data=[m.PartitionProduceData(index=0, records=big),
+                                        m.PartitionProduceData(index=1, records=small)])]))
+        assert [p.error_code for p in answer.responses[0].partition_responses] == [0, 0]
+
+        def frames() -> list[int]:
+            return [len(cluster.state.partition("two", p).batches[0].buffers[1].obj) for p in (0, 1)]
+
+        big_frame, small_frame = cluster.call(frames)
+        assert big_frame >= 60_000  # most of the frame: stored without a copy
+        assert small_frame < 1000  # copied out: deleting partition 0's data frees the 60 kB
