@@ -20,6 +20,7 @@ whatever the pace of the retention check (state/retention.py, every
   retriable, so producers back off and retry until retention (or a consumer's DeleteRecords, or a
   topic deletion) frees room or their delivery timeout ends. -1 turns the cap off; the default is
   half of the machine's memory (or of the cgroup's limit, when lower), read when the mock starts.
+  It is a dynamic broker config (IncrementalAlterConfigs / AlterConfigs change it at run time).
 
 A stored batch that is a small part of a produce request frame is copied out of it (``detached``),
 so what the caps count is what memory holds.

@@ -181,3 +181,27 @@ def test_a_stored_batch_does_not_keep_a_larger_request_frame_alive() -> None:
         big_frame, small_frame = cluster.call(frames)
         assert big_frame >= 60_000  # most of the frame: stored without a copy
         assert small_frame < 1000  # copied out: deleting partition 0's data frees the 60 kB
+
+
+@pytest.mark.clients
+def test_the_cap_is_a_dynamic_broker_config_and_kafka_python_sees_kafka_storage_error() -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaStorageError
+
+    from mockbroker.state.memory_cap import default_total_cap
+
+    with MockCluster(brokers=1, topics={"t": 1}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        broker = ConfigResource(ConfigResource.Type.BROKER, "0")
+        entries = admin.describe_configs([broker])[broker].result(10)
+        assert entries["mock.log.max.total.bytes"].value == str(default_total_cap())
+        assert entries["socket.listen.backlog.size"].value == "1024"
+        producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, retries=0, linger_ms=0)
+        producer.send("t", b"x" * 5000).get(10)  # under the default cap
+        dynamic = ConfigResource(ConfigResource.Type.BROKER, "0", incremental_configs=[
+            ConfigEntry("mock.log.max.total.bytes", "4000", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([dynamic])[dynamic].result(10)
+        with pytest.raises(KafkaStorageError):
+            producer.send("t", b"y" * 5000).get(10)
+        producer.close()
