@@ -16,7 +16,8 @@ Load (all confluent-kafka, each in its own thread, all stopping by themselves):
 The broker's VmRSS is sampled every 2 s. After a warm-up (a fifth of the run), the median of the
 last third of the samples must be within 10 % (or 8 MiB) of the median of the first third, and
 every record the producer had acknowledged on ``checked`` must have been read back.
-``MOCKBROKER_SOAK_SECONDS`` shortens the run (default 600).
+``MOCKBROKER_SOAK_SECONDS`` shortens the run (default 600); below about 3 minutes the data is still
+growing towards its retention (60 s) when the samples are taken, so only the 8 MiB allowance holds it.
 """
 
 from __future__ import annotations
@@ -226,6 +227,8 @@ def test_soak_rss_stays_flat_and_nothing_acknowledged_is_lost() -> None:
     print(f"\nsoak {SECONDS} s, {len(samples)} RSS samples: start {_mib(rss[0])}, min {_mib(min(rss))}, "
           f"max {_mib(max(rss))}, end {_mib(rss[-1])}; after warm-up: first third median {_mib(first)}, "
           f"last third median {_mib(last)} ({(last - first) / first:+.1%})")
+    step = max(1, len(samples) // 10)
+    print("RSS series: " + ", ".join(f"{t:.0f}s {_mib(r)}" for t, r in samples[::step]))
     print(f"checked: {len(soak.acked)} acknowledged, {len(soak.consumed)} read back; txn: "
           f"{soak.txn_committed} committed records, {soak.txn_read} read; {soak.counts}")
     missing = soak.acked - soak.consumed
