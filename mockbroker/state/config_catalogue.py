@@ -5,7 +5,8 @@ whether they are sensitive (their values are never sent back).
 
 Defaults are Kafka 4.x's; where the mock's own default differs (config.BROKER_DEFAULTS: shorter
 ``log.retention.check.interval.ms`` and ``log.cleaner.backoff.ms``, 1000 ms; ``log.retention.ms``
--1, so data is kept unless retention is configured) DescribeConfigs reports the mock's value.
+-1, so data is kept unless retention is configured; ``socket.listen.backlog.size`` 1024, Kafka 50)
+DescribeConfigs reports the mock's value.
 """
 
 from __future__ import annotations
