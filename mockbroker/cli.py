@@ -54,6 +54,23 @@ def _env_int(name: str, default: int | None) -> int | None:
         raise SystemExit(f"mockbroker: {name} must be a number, not {raw!r}") from None
 
 
+def _raise_open_files_limit() -> None:
+    """Lift the soft RLIMIT_NOFILE to the hard limit (as the JVM running Kafka does by default,
+    MaxFDLimit): every client connection is a descriptor, and a soft limit of 1024 would refuse
+    the 1,000th client."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard or soft == resource.RLIM_INFINITY:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:
+        logging.getLogger("mockbroker").warning("cannot raise the open files limit from %s: %s", soft, exc)
+
+
 def _sasl_users(items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:
@@ -202,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     from mockbroker.server import collector
 
     collector.install()  # this process is the broker's own: keep the cycle collector's pauses short
+    _raise_open_files_limit()  # one descriptor per client connection
     try:
         import uvloop
 

@@ -24,6 +24,11 @@ Behavior:
 - With ACLs on: a transactional produce needs WRITE on the transactional id, else every partition
   answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; partitions of topics without WRITE ->
   TOPIC_AUTHORIZATION_FAILED (before the existence check for names, after it for ids, as Kafka).
+- Memory caps (mockbroker.state.memory_cap): a partition far above its retention.bytes is trimmed
+  at append; an append that would pass ``mock.log.max.total.bytes`` and that retention cannot make
+  room for -> KAFKA_STORAGE_ERROR (checked after the duplicate check, so retries are still answered).
+  A batch that is a small part of its request frame is stored as a copy (``detached``), so it does
+  not keep the other partitions' bytes alive after their retention.
 - Test hook: while ``cluster.drop_produce_responses`` is above 0, a request that appended data
   closes the connection instead of answering (and counts it down).
 
@@ -44,6 +49,7 @@ from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
 from mockbroker.server.connection import CloseConnection
 from mockbroker.state.log import PartitionLog
+from mockbroker.state.memory_cap import detached
 from mockbroker.state.producer_state import last_sequence
 
 RESP = api.response_module(0)
@@ -71,9 +77,11 @@ def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any) -> tuple[int, in
         batch, header = batches[0]
         if header.producer_id >= 0:
             return _append_idempotent(ctx, topic, log, batch, header), append_time
+    ctx.cluster.memory_cap.admit(topic, log, sum(len(b) for b, _h in batches), len(batches))
     first = log.next_offset
     for batch, header in batches:
-        log.append(stored_batch(batch, log.next_offset, log.leader_epoch, header))
+        log.append(stored_batch(detached(batch), log.next_offset, log.leader_epoch, header))
+    ctx.cluster.memory_cap.appended(topic, log)
     return first, append_time
 
 
@@ -90,10 +98,12 @@ def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryvie
     producers.check_append(pid, epoch, first_seq, transactional, f"{topic.name}-{log.index}")
     if transactional:
         ctx.cluster.transactions.check_produce(pid, epoch, topic.name, log.index, ctx.api_version >= 12)
-    stored = stored_batch(batch, log.next_offset, log.leader_epoch, header)
+    ctx.cluster.memory_cap.admit(topic, log, len(batch))
+    stored = stored_batch(detached(batch), log.next_offset, log.leader_epoch, header)
     producers.record_append(pid, epoch, first_seq, last_seq, stored.base_offset, stored.last_offset,
                             header.max_timestamp, ctx.cluster.clock.now_ms(), transactional)
     log.append(stored)
+    ctx.cluster.memory_cap.appended(topic, log)
     return stored.base_offset
 
 

@@ -51,6 +51,9 @@ class BrokerServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         max_bytes = self.cluster.config["socket.request.max.bytes"]
+        # Kafka's socket.listen.backlog.size (mock default 1024: 1,000 clients connecting at once are
+        # all queued; the kernel caps it at net.core.somaxconn)
+        backlog = self.cluster.config["socket.listen.backlog.size"]
         staging = memoryview(bytearray(STAGING_BYTES))  # shared by this broker's connections
 
         def track(task: asyncio.Future[Any]) -> None:
@@ -72,7 +75,7 @@ class BrokerServer:
                                                  else broker_port(spec, self.node_id))
             context = self.security.ssl_context if self.security is not None and spec.uses_ssl else None
             server = await loop.create_server(lambda s=spec: factory(s), spec.host, port, reuse_address=True,
-                                              ssl=context)
+                                              ssl=context, backlog=backlog)
             self.servers.append(server)
             self.ports[spec.name] = server.sockets[0].getsockname()[1]
             log.info("broker %s listening on %s:%s (%s, %s)", self.node_id, spec.host, self.ports[spec.name],

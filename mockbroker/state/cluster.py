@@ -26,6 +26,7 @@ from mockbroker.state.features import FeatureLevels
 from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.log_admin import LogDirs
+from mockbroker.state.memory_cap import MemoryCap
 from mockbroker.state.producers import ProducerRegistry
 from mockbroker.state.quotas import ClientQuotas
 from mockbroker.state.reassignments import Reassignments
@@ -151,6 +152,7 @@ class ClusterState:
         # issue 9 configs: dynamic config layers (Describe/Alter/IncrementalAlterConfigs), retention, compaction
         self.config_admin = ConfigAdmin(self)
         self.log_maintenance = LogMaintenance(self)
+        self.memory_cap = MemoryCap(self)  # issue 10: mock.log.max.total.bytes, retention.bytes at append
 
     @property
     def cluster_id(self) -> str:
@@ -212,6 +214,7 @@ class ClusterState:
                 if log.producers.entries:
                     log.producers.expire(now, expiration)
         self.log_maintenance.tick()
+        self.memory_cap.tick()
 
     # -- topics -----------------------------------------------------------------------------
     def create_topic(

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.state.memory_cap import TOTAL_CAP, default_total_cap
 
 INT64_MAX = 2**63 - 1
 
@@ -21,6 +22,8 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "message.max.bytes": (1048588, int),
     "socket.request.max.bytes": (104857600, int),
     "connections.max.idle.ms": (600000, int),  # read at broker start; < 0 never closes idle connections
+    # Kafka: 50; a burst of connections (1,000 clients starting at once) needs more (server/broker.py)
+    "socket.listen.backlog.size": (1024, int),
     "log.message.timestamp.type": ("CreateTime", str),
     "log.message.timestamp.before.max.ms": (INT64_MAX, int),
     "log.message.timestamp.after.max.ms": (3600000, int),
@@ -50,6 +53,8 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "log.dirs": ("/var/lib/mockbroker/broker-{id}", str),
     # mock only: the size DescribeLogDirs v4+ reports for every log directory (usable = this minus its logs)
     "mock.log.dir.total.bytes": (1099511627776, int),
+    # mock only: the memory cap on all stored record batches (state/memory_cap.py); -1: none
+    TOTAL_CAP: (default_total_cap(), int),
     # mock only: how long a reassignment adding replicas stays in progress (0 = done at once)
     "mock.reassignment.delay.ms": (0, int),
     # retention and compaction (mockbroker.state.retention / compaction); the two intervals are

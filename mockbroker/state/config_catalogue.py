@@ -5,7 +5,8 @@ whether they are sensitive (their values are never sent back).
 
 Defaults are Kafka 4.x's; where the mock's own default differs (config.BROKER_DEFAULTS: shorter
 ``log.retention.check.interval.ms`` and ``log.cleaner.backoff.ms``, 1000 ms; ``log.retention.ms``
--1, so data is kept unless retention is configured) DescribeConfigs reports the mock's value.
+-1, so data is kept unless retention is configured; ``socket.listen.backlog.size`` 1024, Kafka 50)
+DescribeConfigs reports the mock's value.
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "delete.topic.enable": _b(BOOLEAN, "true", "Whether topics may be deleted."),
     "socket.request.max.bytes": _b(INT, "104857600", "Largest request the broker reads."),
     "connections.max.idle.ms": _b(LONG, "600000", "Close connections idle (no bytes in or out) this long."),
+    "socket.listen.backlog.size": _b(INT, "50", "Pending connections the listen socket queues (mock default: 1024)."),
     "fetch.max.bytes": _b(INT, "57671680", "Largest fetch response."),
     "group.initial.rebalance.delay.ms": _b(INT, "3000", "Delay before the first rebalance of a new group."),
     "group.consumer.session.timeout.ms": _b(INT, "45000", "KIP-848 consumer session timeout."),
@@ -195,6 +197,8 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "mock.transaction.marker.delay.ms": _b(INT, "0", "Mock: how long a transaction stays Prepare* before its "
                                            "markers are written.", True),
     "mock.journal.max.entries": _b(INT, "10000", "Mock: requests the journal keeps (0: off)."),
+    "mock.log.max.total.bytes": _b(LONG, None, "Mock: memory cap on all stored record batches; produce beyond "
+                                   "it gets KAFKA_STORAGE_ERROR (-1: none; default: half the memory).", True),
 }
 
 

@@ -1,0 +1,148 @@
+"""Memory caps on stored record batches, so a runaway producer cannot exhaust the machine.
+
+The mock keeps every partition in memory, so its "disk" is RAM. Two caps hold at append time,
+whatever the pace of the retention check (state/retention.py, every
+``log.retention.check.interval.ms``):
+
+- per partition, ``retention.bytes`` (topics whose ``cleanup.policy`` has ``delete``): the
+  retention check trims a partition back to retention.bytes as Kafka does; between two checks an
+  append that leaves the partition more than ``max(retention.bytes, 1 MiB)`` above it applies that
+  same rule at once (oldest batches first, the log start offset moves, consumers below it get
+  OFFSET_OUT_OF_RANGE). So a partition never holds much more than twice its retention.bytes (or
+  retention.bytes + 1 MiB), and this only deletes what the configured retention deletes anyway.
+- globally, ``mock.log.max.total.bytes``: the record batches of every partition of the cluster,
+  each counted as its size plus ``BATCH_OVERHEAD`` bytes of bookkeeping. An append that would go
+  over it first runs a retention pass (``retention.ms`` / ``retention.bytes``, as configured, at
+  most every ``RETENTION_RETRY_S``); if that does not free the room, the produce is refused with
+  KAFKA_STORAGE_ERROR (what Kafka answers when a log directory fails, e.g. a full disk) and a
+  warning naming the cap. The cap never deletes data its topic's retention would keep: compacted
+  topics, and topics without retention, are refused rather than trimmed. KAFKA_STORAGE_ERROR is
+  retriable, so producers back off and retry until retention (or a consumer's DeleteRecords, or a
+  topic deletion) frees room or their delivery timeout ends. -1 turns the cap off; the default is
+  half of the machine's memory (or of the cgroup's limit, when lower), read when the mock starts.
+  It is a dynamic broker config (IncrementalAlterConfigs / AlterConfigs change it at run time).
+
+A stored batch that is a small part of a produce request frame is copied out of it (``detached``),
+so what the caps count is what memory holds.
+
+Acknowledged data is never removed by the caps except through the topic's own retention.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.state.retention import apply_retention
+
+if TYPE_CHECKING:
+    from mockbroker.state.cluster import ClusterState
+    from mockbroker.state.log import PartitionLog
+
+logger = logging.getLogger("mockbroker.memory")
+
+TOTAL_CAP = "mock.log.max.total.bytes"
+BATCH_OVERHEAD = 512  # bytes a stored batch costs beyond its own (its objects and buffer views)
+PARTITION_SLACK = 1024 * 1024  # at least this much above retention.bytes before an append trims at once
+FRAME_SLACK = 4096  # bytes of a request frame a stored batch may keep alive beyond twice its own size
+RETENTION_RETRY_S = 0.2  # at most one extra retention pass this often while the global cap bites
+
+
+def machine_memory_bytes() -> int:
+    """Physical memory, or the cgroup (v2 or v1) limit when that is lower; 8 GiB when unknown."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        total = 8 * 1024**3
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < total:
+            total = int(text)
+    return total
+
+
+def default_total_cap() -> int:
+    return machine_memory_bytes() // 2
+
+
+def stored_bytes(log: PartitionLog) -> int:
+    """What a partition counts against the global cap."""
+    return log.size_bytes + BATCH_OVERHEAD * len(log.batches)
+
+
+def detached(batch: memoryview) -> memoryview:
+    """``batch`` itself, or a copy when it is a small part of a larger request frame: a stored batch
+    keeps its frame alive, so without the copy one partition's batch of a produce request for many
+    partitions would keep the others' bytes in memory after retention deleted them, uncounted by the
+    caps. Batches that are most of their frame (the common single-partition or 1 MiB case) stay
+    zero-copy; the frame may hold at most about ``FRAME_SLACK`` bytes beyond twice the batch."""
+    frame = batch.obj
+    try:
+        frame_size = len(frame)  # type: ignore[arg-type]
+    except TypeError:
+        return batch
+    if frame_size > 2 * len(batch) + FRAME_SLACK:
+        return memoryview(bytes(batch))
+    return batch
+
+
+class MemoryCap:
+    """The cluster's caps: ``admit`` before an append, ``appended`` after it, ``tick`` every tick."""
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self.cluster = cluster
+        self.total = 0  # counted bytes: exact after refresh, then grown by each append through admit
+        self.refused = 0  # produce partitions refused by the global cap, ever
+        self._retention_at = 0.0
+
+    def refresh(self) -> int:
+        self.total = sum(stored_bytes(log) for topic in self.cluster.topics.values() for log in topic.partitions)
+        return self.total
+
+    def tick(self) -> None:
+        self.refresh()
+
+    def admit(self, topic: Any, log: PartitionLog, size: int, batches: int = 1) -> None:
+        """Check that ``batches`` batches of ``size`` bytes in all, about to be appended, fit under
+        the global cap, running retention when they do not; raise KAFKA_STORAGE_ERROR when they still do not."""
+        limit = self.cluster.config[TOTAL_CAP]
+        need = size + BATCH_OVERHEAD * batches
+        if limit < 0 or self.total + need <= limit:
+            self.total += need
+            return
+        if self.refresh() + need > limit and time.monotonic() - self._retention_at >= RETENTION_RETRY_S:
+            self._retention_at = time.monotonic()
+            freed = self.cluster.log_maintenance.run_retention()
+            if freed:
+                logger.info("%s: a retention pass at the cap deleted %s offsets", TOTAL_CAP, freed)
+            self.refresh()
+        if self.total + need > limit:
+            self.refused += 1
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"{TOTAL_CAP} ({limit} bytes) reached: the cluster holds {self.total} bytes of "
+                             f"record batches and retention cannot make room for {need} more bytes for "
+                             f"{topic.name}-{log.index}; produce refused")
+        self.total += need
+
+    def appended(self, topic: Any, log: PartitionLog) -> None:
+        """Apply retention.bytes at once to a partition far above it (see the module docstring)."""
+        cfg = topic.config
+        retention_bytes = int(cfg["retention.bytes"])
+        if retention_bytes < 0 or log.size_bytes <= retention_bytes + max(retention_bytes, PARTITION_SLACK):
+            return
+        if "delete" not in cfg["cleanup.policy"]:
+            return
+        before, counted = log.size_bytes, stored_bytes(log)
+        gone = apply_retention(log, self.cluster.clock.now_ms(), -1, retention_bytes)
+        if gone:
+            self.total -= counted - stored_bytes(log)
+            logger.info("retention.bytes: %s-%s held %s bytes (retention.bytes %s); log start moved to %s at "
+                        "append (%s offsets deleted)", topic.name, log.index, before, retention_bytes,
+                        log.log_start_offset, gone)
