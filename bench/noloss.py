@@ -37,14 +37,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--txn-drop", type=float, default=ChaosPlan.txn_drop,
                     help="the same per transaction request (InitProducerId ... EndTxn)")
     ap.add_argument("--interval", type=float, default=ChaosPlan.interval_s, help="mean seconds between actions")
+    ap.add_argument("--duration", type=float, default=d.duration_s,
+                    help="seconds the idempotent producers spread their records over (0: as fast as they can)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
+    for name in ("mockbroker.audit.client", "kafka"):  # the clients' lines about connections dropped on purpose
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     options = AuditOptions(records=args.records, confluent_producers=args.producers,
                            kafka_python_producers=args.kafka_python_producers,
                            kafka_python_records=args.kafka_python_records,
                            transactional_producers=args.transactional_producers, transactions=args.transactions,
-                           per_txn=args.per_txn, abort_every=args.abort_every, partitions=args.partitions,
+                           per_txn=args.per_txn, duration_s=args.duration, abort_every=args.abort_every,
+                           partitions=args.partitions,
                            seed=args.seed, chaos=ChaosPlan(produce_drop=args.produce_drop, txn_drop=args.txn_drop,
                                                            interval_s=args.interval))
     figures = run_audit(options, progress=None if args.json else lambda line: print(line, flush=True))

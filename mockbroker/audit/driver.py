@@ -20,8 +20,13 @@ from typing import Any
 
 from mockbroker.audit.chaos import Chaos, ChaosPlan
 from mockbroker.audit.figures import AuditFigures
-from mockbroker.audit.producers import (IdempotentLog, TxnLog, confluent_idempotent, confluent_transactional,
-                                        kafka_python_idempotent)
+from mockbroker.audit.producers import (
+    IdempotentLog,
+    TxnLog,
+    confluent_idempotent,
+    confluent_transactional,
+    kafka_python_idempotent,
+)
 from mockbroker.audit.readback import check_idempotent, check_transactional, committed_offsets, read_topic
 
 TOPIC, TXN_TOPIC, INPUT_TOPIC = "audit", "audit-txn", "audit-input"
@@ -39,6 +44,7 @@ class AuditOptions:
     abort_every: int = 7
     partitions: int = 6
     value_size: int = 64
+    duration_s: float = 20.0  # every producer spreads its records over this long (0: flat out)
     seed: int = 1
     chaos: ChaosPlan = field(default_factory=ChaosPlan)
     config: dict[str, Any] = field(default_factory=dict)  # broker configs for the cluster
@@ -63,12 +69,12 @@ def run_audit(options: AuditOptions, progress: Callable[[str], None] | None = No
             idem.append(IdempotentLog(f"confluent-{i}"))
             threads.append(threading.Thread(target=confluent_idempotent, name=idem[-1].name,
                                             args=(bootstrap, TOPIC, idem[-1].name, count, options.value_size,
-                                                  idem[-1])))
+                                                  idem[-1], options.duration_s)))
         for i in range(options.kafka_python_producers):
             idem.append(IdempotentLog(f"kafka-python-{i}"))
             threads.append(threading.Thread(target=kafka_python_idempotent, name=idem[-1].name,
                                             args=(bootstrap, TOPIC, idem[-1].name, options.kafka_python_records,
-                                                  options.value_size, idem[-1])))
+                                                  options.value_size, idem[-1], options.duration_s)))
         groups: dict[str, tuple[str, int]] = {}
         for i in range(options.transactional_producers):
             txns.append(TxnLog(f"txn-{i}", input_partition=i))
@@ -77,7 +83,8 @@ def run_audit(options: AuditOptions, progress: Callable[[str], None] | None = No
                 target=confluent_transactional, name=txns[-1].name,
                 args=(bootstrap, TXN_TOPIC, txns[-1].name, options.transactions, options.per_txn,
                       options.value_size, txns[-1]),
-                kwargs={"abort_every": options.abort_every, "group": f"audit-group-{i}", "input_topic": INPUT_TOPIC}))
+                kwargs={"abort_every": options.abort_every, "group": f"audit-group-{i}", "input_topic": INPUT_TOPIC,
+                        "duration_s": options.duration_s}))
         keys = [t.name for t in txns] + [g for g, _ in groups.values()]
         chaos = Chaos(cluster, options.chaos, {TOPIC: options.partitions, TXN_TOPIC: options.partitions}, keys)
         say(f"producing: {len(idem)} idempotent and {len(txns)} transactional producers, faults seeded {options.seed}")
@@ -88,6 +95,7 @@ def run_audit(options: AuditOptions, progress: Callable[[str], None] | None = No
             t.join()
         chaos.stop()
         figures.faults = chaos.counts()
+        say("producers done: " + ", ".join(f"{e.name} {e.seconds:.1f} s" for e in [*idem, *txns]))
         say(f"produced in {time.perf_counter() - started:.1f} s; reading back")
         check_idempotent(read_topic(bootstrap, TOPIC, options.partitions, "read_uncommitted"), idem, figures)
         if txns:

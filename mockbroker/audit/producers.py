@@ -15,8 +15,8 @@ producer's records over the partitions.
 
 from __future__ import annotations
 
+import functools
 import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +40,7 @@ class IdempotentLog:
     produced: int = 0
     acked: set[int] = field(default_factory=set)
     failed: dict[int, str] = field(default_factory=dict)
+    seconds: float = 0.0
 
 
 @dataclass
@@ -52,10 +53,16 @@ class TxnLog:
     aborted_by_faults: list[int] = field(default_factory=list)
     in_doubt: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def pace(started: float, done: int, count: int, duration_s: float) -> float:
+    """Seconds to wait so that ``count`` records spread over ``duration_s`` (faults fire all along)."""
+    return started + duration_s * done / count - time.monotonic() if duration_s > 0 else 0.0
 
 
 def confluent_idempotent(bootstrap: str, topic: str, name: str, count: int, size: int, out: IdempotentLog,
-                         stop: threading.Event | None = None) -> None:
+                         duration_s: float = 0.0) -> None:
     from confluent_kafka import Producer
 
     def report(err: Any, msg: Any) -> None:
@@ -65,6 +72,7 @@ def confluent_idempotent(bootstrap: str, topic: str, name: str, count: int, size
         else:
             out.failed[seq] = str(err)
 
+    started = time.monotonic()
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 10,
                   "socket.timeout.ms": 3000, "message.timeout.ms": 300_000, "retry.backoff.ms": 50,
                   "retry.backoff.max.ms": 500, "topic.metadata.refresh.interval.ms": 2000,
@@ -77,17 +85,20 @@ def confluent_idempotent(bootstrap: str, topic: str, name: str, count: int, size
                 break
             except BufferError:
                 p.poll(0.05)
-        if seq % 1000 == 0:
+        if seq % 500 == 0:
+            time.sleep(max(pace(started, seq, count, duration_s), 0))
             p.poll(0)
     left = p.flush(300)
+    out.seconds = time.monotonic() - started
     if left:
         log.warning("audit: %s: %d records still unanswered after 300 s", name, left)
 
 
 def kafka_python_idempotent(bootstrap: str, topic: str, name: str, count: int, size: int, out: IdempotentLog,
-                            stop: threading.Event | None = None) -> None:
+                            duration_s: float = 0.0) -> None:
     from kafka import KafkaProducer
 
+    started = time.monotonic()
     p = KafkaProducer(bootstrap_servers=bootstrap.split(","), enable_idempotence=True, acks="all", linger_ms=10,
                       request_timeout_ms=5000, delivery_timeout_ms=300_000, retry_backoff_ms=50,
                       metadata_max_age_ms=2000, client_id=name)
@@ -103,13 +114,16 @@ def kafka_python_idempotent(bootstrap: str, topic: str, name: str, count: int, s
         out.produced += 1
         future.add_callback(ok(seq))
         future.add_errback(bad(seq))
+        if seq % 100 == 0:
+            time.sleep(max(pace(started, seq, count, duration_s), 0))
     p.flush(300)
+    out.seconds = time.monotonic() - started
     p.close(30)
 
 
 def confluent_transactional(bootstrap: str, topic: str, name: str, transactions: int, per_txn: int, size: int,
                             out: TxnLog, abort_every: int = 7, group: str | None = None,
-                            input_topic: str | None = None, stop: threading.Event | None = None) -> None:
+                            input_topic: str | None = None, duration_s: float = 0.0) -> None:
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
     config = {"bootstrap.servers": bootstrap, "transactional.id": name, "linger.ms": 5, "socket.timeout.ms": 3000,
@@ -144,9 +158,11 @@ def confluent_transactional(bootstrap: str, topic: str, name: str, transactions:
                 out.errors.append(f"retried: {exc.args[0]}")
         raise RuntimeError("gave up retrying")
 
+    started = time.monotonic()
     p = fresh()
     seq = 0
     for txn in range(transactions):
+        time.sleep(max(pace(started, txn, transactions, duration_s), 0))
         seqs = out.records[txn] = []
         try:
             p.begin_transaction()
@@ -155,8 +171,8 @@ def confluent_transactional(bootstrap: str, topic: str, name: str, transactions:
                 seqs.append(seq)
                 seq += 1
             if metadata is not None and input_topic is not None:
-                retrying(lambda t: p.send_offsets_to_transaction(
-                    [TopicPartition(input_topic, out.input_partition, txn + 1)], metadata, t))
+                offsets = [TopicPartition(input_topic, out.input_partition, txn + 1)]
+                retrying(functools.partial(p.send_offsets_to_transaction, offsets, metadata))
             if abort_every and txn % abort_every == abort_every - 1:
                 retrying(p.abort_transaction)
                 out.aborted.append(txn)
@@ -180,3 +196,4 @@ def confluent_transactional(bootstrap: str, topic: str, name: str, transactions:
             out.in_doubt.append(txn)
             p = fresh()
     p.flush(60)
+    out.seconds = time.monotonic() - started
