@@ -23,6 +23,7 @@ from mockbroker.audit.figures import AuditFigures
 from mockbroker.audit.producers import (
     IdempotentLog,
     TxnLog,
+    aiokafka_idempotent,
     confluent_idempotent,
     confluent_transactional,
     kafka_python_idempotent,
@@ -38,6 +39,8 @@ class AuditOptions:
     confluent_producers: int = 2
     kafka_python_producers: int = 1
     kafka_python_records: int = 3_000  # per kafka-python producer (a pure-Python client is slower)
+    aiokafka_producers: int = 1
+    aiokafka_records: int = 3_000  # per aiokafka producer
     transactional_producers: int = 2
     transactions: int = 40  # per transactional producer
     per_txn: int = 50
@@ -74,6 +77,11 @@ def run_audit(options: AuditOptions, progress: Callable[[str], None] | None = No
             idem.append(IdempotentLog(f"kafka-python-{i}"))
             threads.append(threading.Thread(target=kafka_python_idempotent, name=idem[-1].name,
                                             args=(bootstrap, TOPIC, idem[-1].name, options.kafka_python_records,
+                                                  options.value_size, idem[-1], options.duration_s)))
+        for i in range(options.aiokafka_producers):
+            idem.append(IdempotentLog(f"aiokafka-{i}"))
+            threads.append(threading.Thread(target=aiokafka_idempotent, name=idem[-1].name,
+                                            args=(bootstrap, TOPIC, idem[-1].name, options.aiokafka_records,
                                                   options.value_size, idem[-1], options.duration_s)))
         groups: dict[str, tuple[str, int]] = {}
         for i in range(options.transactional_producers):

@@ -4,7 +4,8 @@ A record's value is ``<producer>|<sequence>|<transaction>`` padded to the value 
 it back to know who sent it, in what order, and in which transaction (-1: none).  The key spreads a
 producer's records over the partitions.
 
-- :func:`confluent_idempotent` / :func:`kafka_python_idempotent`: ``enable.idempotence`` producers;
+- :func:`confluent_idempotent`, :func:`kafka_python_idempotent`, :func:`aiokafka_idempotent`:
+  ``enable.idempotence`` producers;
   a delivery report without an error marks the record acknowledged.
 - :func:`confluent_transactional`: transactions of ``per_txn`` records; every ``abort_every``-th is
   aborted on purpose, a transaction a fault makes abortable is aborted, a fatal error (the producer
@@ -119,6 +120,40 @@ def kafka_python_idempotent(bootstrap: str, topic: str, name: str, count: int, s
     p.flush(300)
     out.seconds = time.monotonic() - started
     p.close(30)
+
+
+def aiokafka_idempotent(bootstrap: str, topic: str, name: str, count: int, size: int, out: IdempotentLog,
+                        duration_s: float = 0.0) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    def done(seq: int) -> Any:
+        def report(future: Any) -> None:
+            if future.cancelled() or future.exception() is not None:
+                out.failed[seq] = "cancelled" if future.cancelled() else repr(future.exception())
+            else:
+                out.acked.add(seq)
+        return report
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=10,
+                             request_timeout_ms=5000, retry_backoff_ms=50, metadata_max_age_ms=2000, client_id=name)
+        await p.start()
+        try:
+            for seq in range(count):
+                future = await p.send(topic, value(name, seq, -1, size), key=f"{name}-{seq % 97}".encode())
+                out.produced += 1
+                future.add_done_callback(done(seq))
+                if seq % 100 == 0:
+                    await asyncio.sleep(max(pace(started, seq, count, duration_s), 0))
+            await p.flush()
+        finally:
+            await p.stop()
+
+    started = time.monotonic()
+    asyncio.run(run())
+    out.seconds = time.monotonic() - started
 
 
 def confluent_transactional(bootstrap: str, topic: str, name: str, transactions: int, per_txn: int, size: int,

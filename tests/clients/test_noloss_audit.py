@@ -1,6 +1,8 @@
-"""The no-loss audit (mockbroker.audit): real clients under seeded random faults lose, duplicate and
-reorder nothing, and read_committed consumers see no aborted record; the audit's checks themselves
-catch each kind of failure; and ``python -m bench.noloss`` prints the figures (table and JSON)."""
+"""The no-loss audit (mockbroker.audit): real clients (confluent-kafka, kafka-python and aiokafka
+idempotent producers, confluent-kafka transactional ones) under seeded random faults lose, duplicate
+and reorder nothing, and read_committed consumers see no aborted record; the audit's checks
+themselves catch each kind of failure; and ``python -m bench.noloss`` prints the figures (table and
+JSON)."""
 
 from __future__ import annotations
 
@@ -21,18 +23,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def quiet_clients() -> None:
-    for name in ("mockbroker.audit.client", "kafka"):  # connections are dropped on purpose
+    for name in ("mockbroker.audit.client", "kafka", "aiokafka"):  # connections are dropped on purpose
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 @pytest.mark.slow
 @pytest.mark.clients
 def test_nothing_lost_duplicated_or_reordered_under_random_faults() -> None:
-    figures = run_audit(AuditOptions(records=30_000, kafka_python_records=6_000, transactions=40, per_txn=50,
+    figures = run_audit(AuditOptions(records=30_000, kafka_python_records=6_000, aiokafka_records=6_000,
+                                     transactions=40, per_txn=50,
                                      duration_s=25, seed=10, chaos=ChaosPlan(produce_drop=0.02, txn_drop=0.05)))
     print(figures.table())
     assert figures.passed, figures.problems()
-    assert figures.produced == figures.acknowledged == figures.read == 36_000
+    assert figures.produced == figures.acknowledged == figures.read == 42_000
     assert figures.committed_read == figures.committed_records > 0
     assert figures.aborted_records > 0 and figures.aborted_seen == 0
     assert figures.transactions_committed + figures.transactions_aborted + figures.transactions_aborted_by_faults \
@@ -72,6 +75,7 @@ def test_checks_count_aborted_records_seen_and_partial_transactions() -> None:
 @pytest.mark.clients
 def test_bench_entry_prints_the_figures_as_a_table_and_as_json() -> None:
     args = [sys.executable, "-m", "bench.noloss", "--records", "2000", "--kafka-python-producers", "0",
+            "--aiokafka-producers", "0",
             "--transactions", "6", "--duration", "3", "--seed", "3"]
     table = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert table.returncode == 0, table.stdout[-2000:] + table.stderr[-2000:]
