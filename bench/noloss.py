@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="probability of drop_before and of drop_after per Produce request")
     ap.add_argument("--txn-drop", type=float, default=ChaosPlan.txn_drop,
                     help="the same per transaction request (InitProducerId ... EndTxn)")
+    ap.add_argument("--txn-produce-error", type=float, default=ChaosPlan.txn_produce_error,
+                    help="probability that a Produce to the transactional topic is refused (the transaction aborts)")
     ap.add_argument("--interval", type=float, default=ChaosPlan.interval_s, help="mean seconds between actions")
     ap.add_argument("--duration", type=float, default=d.duration_s,
                     help="seconds the idempotent producers spread their records over (0: as fast as they can)")
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                            per_txn=args.per_txn, duration_s=args.duration, abort_every=args.abort_every,
                            partitions=args.partitions, config=dict(c.split("=", 1) for c in args.config),
                            seed=args.seed, chaos=ChaosPlan(produce_drop=args.produce_drop, txn_drop=args.txn_drop,
+                                                           txn_produce_error=args.txn_produce_error,
                                                            interval_s=args.interval))
     figures = run_audit(options, progress=None if args.json else lambda line: print(line, flush=True))
     print(json.dumps(figures.to_dict(), indent=2) if args.json else figures.table())

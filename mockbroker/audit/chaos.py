@@ -4,7 +4,8 @@ Two kinds of faults:
 - request faults: fault rules (mockbroker.faults) that close the connection before handling a
   request (``drop_before``) or after handling it without answering (``drop_after``), each with a
   seeded probability, on Produce and on the transaction path (InitProducerId, FindCoordinator,
-  AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn);
+  AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn); and Produce requests to the
+  transactional topics refused with INVALID_RECORD (not retriable: the transaction must abort);
 - cluster actions fired by a thread at seeded random moments: a partition's leader moves, a broker
   restarts (down, then up again a moment later; never more than one down at a time), the
   coordinator of a transactional id or a group moves.
@@ -39,6 +40,7 @@ class ChaosPlan:
     seed: int = 1
     produce_drop: float = 0.01  # probability of each of drop_before / drop_after per Produce request
     txn_drop: float = 0.05  # the same for each transaction API request
+    txn_produce_error: float = 0.01  # probability that a Produce to a transactional topic fails (INVALID_RECORD)
     interval_s: float = 0.5  # mean time between cluster actions
     restart_s: float = 1.0  # how long a restarted broker stays down
     leader_moves: bool = True
@@ -47,8 +49,10 @@ class ChaosPlan:
 
 
 class Chaos:
-    def __init__(self, cluster: MockCluster, plan: ChaosPlan, topics: dict[str, int], keys: list[str]) -> None:
+    def __init__(self, cluster: MockCluster, plan: ChaosPlan, topics: dict[str, int], keys: list[str],
+                 txn_topics: list[str] | None = None) -> None:
         self.cluster = cluster
+        self.txn_topics = txn_topics or []  # where a produce error makes the transaction abortable
         self.plan = plan
         self.topics = topics  # topic -> partitions whose leaders may move
         self.keys = keys  # transactional ids and group ids whose coordinators may move
@@ -70,6 +74,11 @@ class Chaos:
                     self.rules.append(self.cluster.add_fault(api=api_name, action=action, probability=plan.txn_drop,
                                                              seed=next(seeds), times=None,
                                                              name=f"audit {action}"))
+        if plan.txn_produce_error > 0 and self.txn_topics:
+            self.rules.append(self.cluster.add_fault(api="Produce", topics=self.txn_topics, action="error",
+                                                     error="INVALID_RECORD", scope="partition",
+                                                     probability=plan.txn_produce_error, seed=next(seeds),
+                                                     times=None, name="audit error"))
         self._thread = threading.Thread(target=self._run, name="audit-chaos", daemon=True)
         self._thread.start()
 
@@ -86,9 +95,11 @@ class Chaos:
     def counts(self) -> dict[str, int]:
         out: Counter[str] = Counter(self.actions)
         for rule in self.rules:
-            api_name = rule.name.split()[-1]
+            kind = rule.name.split()[-1]
+            if rule.action == "error":
+                kind = f"error {api.api_name(0)} INVALID_RECORD"
             apis = sorted(rule.to_dict().get("apis", []))
-            label = f"{api_name} {'/'.join(api.api_name(k) for k in apis)}"
+            label = kind if rule.action == "error" else f"{kind} {'/'.join(api.api_name(k) for k in apis)}"
             out[label] += rule.hits
         return dict(out)
 

@@ -94,7 +94,8 @@ def run_audit(options: AuditOptions, progress: Callable[[str], None] | None = No
                 kwargs={"abort_every": options.abort_every, "group": f"audit-group-{i}", "input_topic": INPUT_TOPIC,
                         "duration_s": options.duration_s}))
         keys = [t.name for t in txns] + [g for g, _ in groups.values()]
-        chaos = Chaos(cluster, options.chaos, {TOPIC: options.partitions, TXN_TOPIC: options.partitions}, keys)
+        chaos = Chaos(cluster, options.chaos, {TOPIC: options.partitions, TXN_TOPIC: options.partitions}, keys,
+                      [TXN_TOPIC])
         say(f"producing: {len(idem)} idempotent and {len(txns)} transactional producers, faults seeded {options.seed}")
         chaos.start()
         for t in threads:

@@ -32,16 +32,19 @@ def quiet_clients() -> None:
 def test_nothing_lost_duplicated_or_reordered_under_random_faults() -> None:
     figures = run_audit(AuditOptions(records=30_000, kafka_python_records=6_000, aiokafka_records=6_000,
                                      transactions=40, per_txn=50,
-                                     duration_s=25, seed=10, chaos=ChaosPlan(produce_drop=0.02, txn_drop=0.05)))
+                                     duration_s=25, seed=10,
+                                     chaos=ChaosPlan(produce_drop=0.02, txn_drop=0.05, txn_produce_error=0.02)))
     print(figures.table())
     assert figures.passed, figures.problems()
     assert figures.produced == figures.acknowledged == figures.read == 42_000
     assert figures.committed_read == figures.committed_records > 0
     assert figures.aborted_records > 0 and figures.aborted_seen == 0
+    assert figures.transactions_aborted > 0 and figures.transactions_aborted_by_faults > 0
     assert figures.transactions_committed + figures.transactions_aborted + figures.transactions_aborted_by_faults \
         + figures.transactions_in_doubt == figures.transactions == 80
     faults = figures.faults
-    for kind in ("drop_before Produce", "drop_after Produce", "leader moves", "coordinator moves", "broker restarts"):
+    for kind in ("drop_before Produce", "drop_after Produce", "leader moves", "coordinator moves", "broker restarts",
+                 "error Produce INVALID_RECORD"):
         assert faults[kind] > 0, (kind, faults)
     assert sum(n for k, n in faults.items() if k.split()[-1] in ("EndTxn", "AddPartitionsToTxn")) > 0, faults
 
