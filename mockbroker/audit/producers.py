@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger("mockbroker.audit")
+CALL_TIMEOUT_S = 15  # per transactional call; a retriable timeout is retried (up to 30 times)
 CLIENT_LOG = logging.getLogger("mockbroker.audit.client")  # librdkafka's lines (connections dropped on purpose)
 
 
@@ -175,7 +176,7 @@ def confluent_transactional(bootstrap: str, topic: str, name: str, transactions:
         while True:
             producer = Producer(config)
             try:
-                producer.init_transactions(60)
+                producer.init_transactions(CALL_TIMEOUT_S)
                 return producer
             except KafkaException as exc:
                 out.errors.append(f"init_transactions: {exc.args[0]}")
@@ -185,7 +186,7 @@ def confluent_transactional(bootstrap: str, topic: str, name: str, transactions:
     def retrying(call: Any) -> None:
         for _ in range(30):
             try:
-                call(60)
+                call(CALL_TIMEOUT_S)
                 return
             except KafkaException as exc:
                 if not exc.args[0].retriable():
