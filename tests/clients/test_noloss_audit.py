@@ -1,0 +1,91 @@
+"""The no-loss audit (mockbroker.audit): real clients (confluent-kafka, kafka-python and aiokafka
+idempotent producers, confluent-kafka transactional ones) under seeded random faults lose, duplicate
+and reorder nothing, and read_committed consumers see no aborted record; the audit's checks
+themselves catch each kind of failure; and ``python -m bench.noloss`` prints the figures (table and
+JSON)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mockbroker.audit import AuditFigures, AuditOptions, ChaosPlan, run_audit
+from mockbroker.audit.producers import IdempotentLog, TxnLog
+from mockbroker.audit.readback import check_idempotent, check_transactional, offset_matches
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def quiet_clients() -> None:
+    for name in ("mockbroker.audit.client", "kafka", "aiokafka"):  # connections are dropped on purpose
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@pytest.mark.slow
+@pytest.mark.clients
+def test_nothing_lost_duplicated_or_reordered_under_random_faults() -> None:
+    figures = run_audit(AuditOptions(records=30_000, kafka_python_records=6_000, aiokafka_records=6_000,
+                                     transactions=30, per_txn=50,
+                                     duration_s=25, seed=10,
+                                     chaos=ChaosPlan(produce_drop=0.02, txn_drop=0.05, txn_produce_error=0.02)))
+    print(figures.table())
+    assert figures.passed, figures.problems()
+    assert figures.produced == figures.acknowledged == figures.read == 42_000
+    assert figures.committed_read == figures.committed_records > 0
+    assert figures.aborted_records > 0 and figures.aborted_seen == 0
+    assert figures.transactions_aborted > 0 and figures.transactions_aborted_by_faults > 0
+    assert figures.transactions_committed + figures.transactions_aborted + figures.transactions_aborted_by_faults \
+        + figures.transactions_in_doubt == figures.transactions == 60
+    faults = figures.faults
+    for kind in ("drop_before Produce", "drop_after Produce", "leader moves", "coordinator moves", "broker restarts",
+                 "error Produce INVALID_RECORD"):
+        assert faults[kind] > 0, (kind, faults)
+    assert sum(n for k, n in faults.items() if k.split()[-1] in ("EndTxn", "AddPartitionsToTxn")) > 0, faults
+
+
+def _idem(name: str, acked: range) -> IdempotentLog:
+    return IdempotentLog(name, produced=len(acked), acked=set(acked))
+
+
+def test_checks_count_lost_duplicated_and_reordered_records() -> None:
+    figures = AuditFigures()
+    records = {0: [("a", 0, -1), ("a", 2, -1), ("a", 1, -1), ("b", 0, -1)],  # a-1 after a-2: out of order
+               1: [("a", 3, -1), ("a", 3, -1)]}  # a-3 twice; a-4 and b-1 never read
+    check_idempotent(records, [_idem("a", range(5)), _idem("b", range(2))], figures)
+    assert (figures.produced, figures.acknowledged, figures.read) == (7, 7, 6)
+    assert (figures.lost, figures.duplicated, figures.out_of_order) == (2, 1, 2)
+    assert not figures.passed and "lost: 2" in figures.problems()
+
+
+def test_checks_count_aborted_records_seen_and_partial_transactions() -> None:
+    entry = TxnLog("t", records={0: [0, 1], 1: [2, 3], 2: [4, 5]}, committed=[0], aborted=[1], in_doubt=[2])
+    figures = AuditFigures()
+    check_transactional({0: [("t", 0, 0), ("t", 2, 1), ("t", 4, 2)], 1: [("t", 1, 0)]}, [entry], figures,
+                        {"t": 1})
+    assert (figures.committed_records, figures.committed_read, figures.committed_lost) == (2, 2, 0)
+    assert (figures.aborted_records, figures.aborted_seen, figures.partial_transactions) == (2, 1, 1)
+    assert figures.group_offsets_wrong == 0 and not figures.passed
+    assert offset_matches(entry, 3) and not offset_matches(entry, 2) and not offset_matches(entry, None)
+
+
+@pytest.mark.slow
+@pytest.mark.clients
+def test_bench_entry_prints_the_figures_as_a_table_and_as_json() -> None:
+    args = [sys.executable, "-m", "bench.noloss", "--records", "2000", "--kafka-python-producers", "0",
+            "--aiokafka-producers", "0",
+            "--transactional-producers", "1", "--transactions", "6", "--duration", "3", "--seed", "3",
+            "--txn-drop", "0", "--interval", "2"]  # the figures' form is under test here, not the faults
+    table = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0, table.stdout[-2000:] + table.stderr[-2000:]
+    assert "PASSED" in table.stdout and "idempotent records produced" in table.stdout
+    out = subprocess.run([*args, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert doc["passed"] and doc["produced"] == doc["acknowledged"] == doc["read"] == 2000
+    assert doc["aborted_seen"] == 0 and doc["transactions"] == 6
