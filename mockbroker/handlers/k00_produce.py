@@ -20,7 +20,9 @@ Behavior:
   old epochs -> INVALID_PRODUCER_EPOCH, a producer unknown here not starting at 0 ->
   UNKNOWN_PRODUCER_ID.
 - Transactional batches must go to a partition of the producer's open transaction (Kafka's
-  KIP-890 verification), else INVALID_TXN_STATE; Produce v12+ adds the partition implicitly.
+  KIP-890 verification), else INVALID_TXN_STATE; Produce v12+ adds the partition implicitly. As in
+  Kafka, this comes before the duplicate and sequence checks: a late retry of a batch whose
+  transaction has ended gets INVALID_TXN_STATE, not its old offsets or OUT_OF_ORDER_SEQUENCE_NUMBER.
 - With ACLs on: a transactional produce needs WRITE on the transactional id, else every partition
   answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; partitions of topics without WRITE ->
   TOPIC_AUTHORIZATION_FAILED (before the existence check for names, after it for ids, as Kafka).
@@ -89,15 +91,15 @@ def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryvie
     pid, epoch, first_seq = header.producer_id, header.producer_epoch, header.base_sequence
     last_seq = last_sequence(first_seq, header.last_offset_delta + 1)
     producers = log.producers
+    transactional = header.is_transactional
+    if transactional:  # Kafka verifies the transaction (KIP-890) before the log checks duplicates and sequences
+        ctx.cluster.transactions.check_produce(pid, epoch, topic.name, log.index, ctx.api_version >= 12)
     duplicate = producers.duplicate_of(pid, epoch, first_seq, last_seq)
     if duplicate is not None:
         logger.info("broker %s: %s-%s: batch %s..%s of producer %s epoch %s is a retry; answered with offset %s",
                     ctx.broker_id, topic.name, log.index, first_seq, last_seq, pid, epoch, duplicate.first_offset)
         return duplicate.first_offset
-    transactional = header.is_transactional
     producers.check_append(pid, epoch, first_seq, transactional, f"{topic.name}-{log.index}")
-    if transactional:
-        ctx.cluster.transactions.check_produce(pid, epoch, topic.name, log.index, ctx.api_version >= 12)
     ctx.cluster.memory_cap.admit(topic, log, len(batch))
     stored = stored_batch(detached(batch), log.next_offset, log.leader_epoch, header)
     producers.record_append(pid, epoch, first_seq, last_seq, stored.base_offset, stored.last_offset,

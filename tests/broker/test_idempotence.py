@@ -120,6 +120,26 @@ def test_transactional_writes_need_the_partition_in_the_transaction(one: MockClu
         assert produce(c, batch(pid, epoch, 1, txn=True)).error_code == ErrorCode.INVALID_TXN_STATE  # txn over
 
 
+def test_a_late_retry_after_the_transaction_ended_is_invalid_txn_state(one: MockCluster) -> None:
+    """Kafka verifies the transaction (KIP-890) before the log looks for duplicates or checks sequences:
+    once the transaction is aborted, a retry of its batch, or a resent batch of another size from the
+    same sequence (librdkafka after a lost answer), gets INVALID_TXN_STATE, neither its old offsets nor
+    OUT_OF_ORDER_SEQUENCE_NUMBER (which librdkafka treats as fatal)."""
+    with WireClient(one.brokers[0].port) as c:
+        r = init_pid(c, "late")
+        pid, epoch = r.producer_id, r.producer_epoch
+        assert add_partitions(c, "late", pid, epoch, [0]) == {0: 0}
+        assert produce(c, batch(pid, epoch, 0, n=15, txn=True)).error_code == 0
+        assert end_txn(c, "late", pid, epoch, commit=False).error_code == 0
+        assert produce(c, batch(pid, epoch, 0, n=15, txn=True)).error_code == ErrorCode.INVALID_TXN_STATE
+        assert produce(c, batch(pid, epoch, 0, n=16, txn=True)).error_code == ErrorCode.INVALID_TXN_STATE
+        # while the transaction is open, a retry is still a duplicate answered with its offsets
+        assert add_partitions(c, "late", pid, epoch, [0]) == {0: 0}
+        first = produce(c, batch(pid, epoch, 15, n=5, txn=True))
+        again = produce(c, batch(pid, epoch, 15, n=5, txn=True))
+        assert first.error_code == again.error_code == 0 and again.base_offset == first.base_offset
+
+
 def test_coordinator_errors(one: MockCluster) -> None:
     with WireClient(one.brokers[0].port) as c:
         m = api.request_module(22)
