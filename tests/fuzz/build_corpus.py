@@ -44,6 +44,35 @@ def _request_seeds() -> list[bytes]:
     return seeds
 
 
+def _frame(key: int, version: int, body: object) -> bytes:
+    return api.to_bytes(api.encode_request(key, version, 1, body, "fuzz"))[4:]
+
+
+def _dispatch_seeds(requests: list[bytes]) -> list[bytes]:
+    """The request seeds, runs of consecutive golden frames of one client, and SASL conversations."""
+    out = list(requests)
+    for client in sorted(GOLDEN.iterdir()):
+        frames = [p.read_bytes() for p in sorted(client.glob("*.bin")) if p.stat().st_size <= MAX_SEED]
+        for i in range(0, len(frames), 4):
+            out.append(b"\x00" + targets.SEP.join(frames[i : i + 4]))
+    hs, au, md = api.request_module(17), api.request_module(36), api.request_module(3)
+    user, password = targets.SASL_USER
+    plain = f"\0{user}\0{password}".encode()
+    metadata = _frame(3, 12, md.MetadataRequest(topics=None))
+    for version in (0, 1):
+        shake = _frame(17, version, hs.SaslHandshakeRequest(mechanism="PLAIN"))
+        for auth_version in (0, 1, 2):
+            token = plain if version == 0 else _frame(36, auth_version, au.SaslAuthenticateRequest(auth_bytes=plain))
+            out.append(b"\x02" + targets.SEP.join([shake, token, metadata]))
+            if version == 0:
+                break
+        for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            shake = _frame(17, 1, hs.SaslHandshakeRequest(mechanism=mech))
+            first = _frame(36, 2, au.SaslAuthenticateRequest(auth_bytes=f"n,,n={user},r=abcdefgh".encode()))
+            out.append(b"\x02" + targets.SEP.join([shake, first]))
+    return out
+
+
 def _default_request(key: int) -> object:
     mod = api.request_module(key)
     return getattr(mod, mod.NAME)()
@@ -104,7 +133,7 @@ def seeds() -> dict[str, list[bytes]]:
                 decompress.append(bytes([codec, 0x80 | 7]) + rec.compress(codec, payload, xerial=True))
             if i == 3:
                 decompress.append(bytes([codec, 3]) + rec.compress(codec, payload))  # over a 4096 cap
-    return {"frames": frames, "requests": requests, "dispatch": requests, "batches": batches,
+    return {"frames": frames, "requests": requests, "dispatch": _dispatch_seeds(requests), "batches": batches,
             "decompress": decompress}
 
 

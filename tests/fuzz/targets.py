@@ -12,7 +12,9 @@ Input layouts (the corpus builder, ``tests/fuzz/build_corpus.py``, writes seeds 
   sizes; the rest is the byte stream a client sends.
 * ``requests`` and ``dispatch``: byte 0 even: the rest is a whole request frame (header and body);
   odd: bytes 1-2 pick one of the (api key, version) pairs the broker registers, a valid request
-  header for it is prepended to the rest (the body).
+  header for it is prepended to the rest (the body).  ``dispatch`` inputs may hold several frames
+  separated by :data:`SEP` (the first as above, the others whole frames); byte 0 bit 1 puts them on
+  a SASL_PLAINTEXT connection.
 * ``batches``: byte 0's low two bits pick the format (0 and 3: a v2 batch, 1: a v0/v1 message
   set, 2: bare records for the record checkers: count, flags, base timestamp, then the records), bit 2
   has the harness fix CRCs and lengths so mutations get past them, bit 3 allows a partial tail; the
@@ -180,6 +182,24 @@ def fuzz_requests(data: bytes) -> None:
 
 _LOOP: asyncio.AbstractEventLoop | None = None
 DISPATCH_WAIT_S = 0.02  # how long an answer that waits (long polls, joins) may take before it is dropped
+SEP = b"\xf0\x0d\xf0\x0d"  # separates the frames of one dispatch input (requests in sequence)
+MAX_FRAMES = 8
+SASL_USER = ("alice", "alice-secret")
+_CREDENTIALS: Any = None
+
+
+def _credentials() -> Any:
+    """A copy of one store holding SASL_USER (its SCRAM credentials are derived once, not per input)."""
+    global _CREDENTIALS
+    from mockbroker.state.credentials import CredentialStore
+
+    if _CREDENTIALS is None:
+        _CREDENTIALS = CredentialStore()
+        _CREDENTIALS.add_user(*SASL_USER)
+    store = CredentialStore()
+    store._plain = dict(_CREDENTIALS._plain)
+    store._scram = {user: dict(creds) for user, creds in _CREDENTIALS._scram.items()}
+    return store
 
 
 def fresh_broker() -> Any:
@@ -196,21 +216,29 @@ def fresh_broker() -> Any:
     return BrokerServer(state, 0, "127.0.0.1", 19092)
 
 
-async def _dispatch_once(frame: bytes) -> None:
+async def _dispatch_all(frames: list[bytes], sasl: bool) -> None:
     from mockbroker.server.dispatch import dispatch
+    from mockbroker.server.sasl import SaslSession, enabled_mechanisms
 
     broker = fresh_broker()
-    conn = Connection(0, lambda c, f: None, 1 << 20, _STAGING)
+    conn = Connection(0, lambda c, f: None, 1 << 20, _STAGING, listener="SASL_PLAINTEXT",
+                      security_protocol="SASL_PLAINTEXT" if sasl else "PLAINTEXT")
     conn.connection_made(_Transport())  # type: ignore[arg-type]
+    if sasl:
+        broker.cluster.credentials = _credentials()
+        conn.sasl = SaslSession(broker.cluster.credentials, enabled_mechanisms(broker.cluster.config), 0)
     try:
-        result = dispatch(broker, conn, memoryview(frame))
-        if result is not None and not isinstance(result, list):
-            try:
-                result = await asyncio.wait_for(result, DISPATCH_WAIT_S)
-            except TimeoutError:
-                return  # still waiting (a long poll, a join): a wait is an allowed answer
-        if result is not None and not isinstance(result, list):
-            raise Finding(f"dispatch answered {type(result).__name__}")
+        for frame in frames:
+            if conn.closed:
+                return
+            result = dispatch(broker, conn, memoryview(frame))
+            if result is not None and not isinstance(result, list):
+                try:
+                    result = await asyncio.wait_for(result, DISPATCH_WAIT_S)
+                except TimeoutError:
+                    return  # still waiting (a long poll, a join): a wait is an allowed answer
+            if result is not None and not isinstance(result, list):
+                raise Finding(f"dispatch answered {type(result).__name__}")
     except CloseConnection:
         pass
     finally:
@@ -219,15 +247,19 @@ async def _dispatch_once(frame: bytes) -> None:
 
 
 def fuzz_dispatch(data: bytes) -> None:
-    """dispatch() on a request frame against a fresh cluster: an answer, no answer, or a closed
-    connection; any other exception (a handler bug on decoded garbage) is a finding."""
+    """dispatch() on a sequence of request frames (split at SEP; byte 0 bit 1: a SASL listener's
+    connection, where user alice/alice-secret exists) against a fresh cluster: answers, no answer,
+    or a closed connection; any other exception (a handler bug on decoded garbage) is a finding."""
     global _LOOP
-    frame = _frame_from(data)
+    if not data:
+        return
+    first, *rest = data.split(SEP, MAX_FRAMES - 1)
+    frame = _frame_from(first)
     if frame is None:
         return
     if _LOOP is None:
         _LOOP = asyncio.new_event_loop()
-    _LOOP.run_until_complete(_dispatch_once(frame))
+    _LOOP.run_until_complete(_dispatch_all([frame, *rest], bool(data[0] & 2)))
 
 
 # -- record formats ------------------------------------------------------------------------------
