@@ -38,7 +38,7 @@ def run_target(target: str, runs: int, out: Path) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz.session")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--runs", nargs="*", default=[], help="TARGET=N (default: %s)" % DEFAULT_RUNS)
+    parser.add_argument("--runs", nargs="*", default=[], help=f"TARGET=N (default: {DEFAULT_RUNS})")
     opts = parser.parse_args()
     plan = dict(DEFAULT_RUNS)
     for item in opts.runs:
