@@ -2,10 +2,11 @@
 
     python -m tests.fuzz.run TARGET [--runs N] [--seconds S] [--work DIR] [-- libFuzzer flags...]
 
-The committed seeds (``tests/fuzz/corpus/TARGET``) are read but never written: new inputs go to
-``--work`` (a temporary directory unless given), crashes to ``--artifacts`` (default: the work
-directory).  Every run has ``-rss_limit_mb`` (2048) and ``-timeout`` (10 s per input), so an
-unbounded allocation or a hang fails the run; the exit code is libFuzzer's (0: no finding).
+The committed seeds (``tests/fuzz/corpus/TARGET`` and ``tests/fuzz/regressions/TARGET``) are read but
+never written: new inputs go to ``--work`` (a temporary directory unless given), crashes to
+``--artifacts`` (default: the work directory).  Every run has ``-rss_limit_mb`` (2048) and
+``-timeout`` (10 s per input), so an unbounded allocation or a hang fails the run; the exit code is
+libFuzzer's (0: no finding).
 ``python -m tests.fuzz.run TARGET --reproduce FILE...`` runs inputs once, without the fuzzer.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import atheris
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"  # inputs that found bugs (seeds too)
 RSS_LIMIT_MB = 2048
 TIMEOUT_S = 10
 MAX_LEN = 65536
@@ -62,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         flags.append(f"-runs={opts.runs}")
     if opts.seconds is not None:
         flags.append(f"-max_total_time={opts.seconds}")
-    seeds = CORPUS / opts.target
-    dirs = [str(work)] + ([str(seeds)] if seeds.is_dir() else [])
+    seeds = [CORPUS / opts.target, REGRESSIONS / opts.target]
+    dirs = [str(work)] + [str(d) for d in seeds if d.is_dir()]
     atheris.Setup([sys.argv[0], *flags, *extra, *dirs], fn)
     atheris.Fuzz()
     return 0

@@ -239,6 +239,7 @@ async def _dispatch_all(frames: list[bytes], sasl: bool) -> None:
                     return  # still waiting (a long poll, a join): a wait is an allowed answer
             if result is not None and not isinstance(result, list):
                 raise Finding(f"dispatch answered {type(result).__name__}")
+            broker.cluster.tick()  # time-driven work (rebalances, reassignments, expiry) on what it did
     except CloseConnection:
         pass
     finally:
