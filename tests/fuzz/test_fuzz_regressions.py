@@ -56,3 +56,27 @@ def test_join_group_without_protocols_is_inconsistent_not_a_crash(single: MockCl
             assert resp.error_code == ErrorCode.MEMBER_ID_REQUIRED
         else:
             assert resp.error_code == 0 and resp.protocol_name == "range"
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_v10_v11_with_topic_ids_or_null_names_is_invalid_request(single: MockCluster, version: int) -> None:
+    """Found by the dispatch target: a v10-11 Metadata request with a null topic name got an answer the
+    codec could not write (MetadataResponse names are nullable only from v12) and the connection was
+    dropped.  Kafka fails such requests (and topic ids before v12) with INVALID_REQUEST."""
+    name = f"meta-{version}"
+    single.create_topic(name, 1)
+    topic_id = single.call(lambda: single.state.topics[name].topic_id)
+    m = api.request_module(3)
+    with WireClient(single.brokers[0].port) as client:
+        for wanted in ([m.MetadataRequestTopic(name=None, topic_id=topic_id)],
+                       [m.MetadataRequestTopic(name=name, topic_id=topic_id), m.MetadataRequestTopic(name=name)],
+                       [m.MetadataRequestTopic(name=None)]):
+            resp = client.call(3, version, m.MetadataRequest(topics=wanted, allow_auto_topic_creation=False))
+            assert [t.error_code for t in resp.topics] == [ErrorCode.INVALID_REQUEST] * len(wanted)
+            assert [t.name for t in resp.topics] == [t.name or "" for t in wanted]
+            assert resp.brokers == []
+        resp = client.call(3, version, m.MetadataRequest(topics=[m.MetadataRequestTopic(name=name)]))
+        assert resp.topics[0].error_code == 0 and resp.topics[0].topic_id == topic_id
+        # from v12 the id alone finds the topic
+        resp = client.call(3, 12, m.MetadataRequest(topics=[m.MetadataRequestTopic(name=None, topic_id=topic_id)]))
+        assert resp.topics[0].error_code == 0 and resp.topics[0].name == name
