@@ -13,8 +13,10 @@ libFuzzer's (0: no finding).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import atheris
@@ -24,6 +26,20 @@ REGRESSIONS = Path(__file__).resolve().parent / "regressions"  # inputs that fou
 RSS_LIMIT_MB = 2048
 TIMEOUT_S = 10
 MAX_LEN = 65536
+
+
+def _keeping_findings(fn: Callable[[bytes], None], artifacts: Path) -> Callable[[bytes], None]:
+    """The target, saving an input that raises as ``finding-<sha1>`` before libFuzzer sees the exception
+    (libFuzzer writes its own ``crash-`` file too, but a signal arriving while it dies can stop it)."""
+
+    def target(data: bytes) -> None:
+        try:
+            fn(data)
+        except BaseException:
+            (artifacts / f"finding-{hashlib.sha1(data).hexdigest()}").write_bytes(data)
+            raise
+
+    return target
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         flags.append(f"-max_total_time={opts.seconds}")
     seeds = [CORPUS / opts.target, REGRESSIONS / opts.target]
     dirs = [str(work)] + [str(d) for d in seeds if d.is_dir()]
-    atheris.Setup([sys.argv[0], *flags, *extra, *dirs], fn)
+    atheris.Setup([sys.argv[0], *flags, *extra, *dirs], _keeping_findings(fn, artifacts))
     atheris.Fuzz()
     return 0
 

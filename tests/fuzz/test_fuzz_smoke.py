@@ -89,8 +89,25 @@ def test_checker_target_flags_c_and_python_disagreeing(monkeypatch: pytest.Monke
 
     if check._records_ok is None:
         pytest.skip("the C extension is not built here: there is no second checker to compare")
-    seed = next(p.read_bytes() for p in sorted(CORPUS.joinpath("batches").iterdir()) if p.read_bytes()[0] == 2)
+    from mockbroker.records import HEADER_SIZE, build_batch
+
+    batch = build_batch([(b"k", b"v"), (None, b"w")], base_timestamp=1_700_000_000_000)
+    seed = b"\x02" + bytes([2, 4]) + batch[27:35] + batch[HEADER_SIZE:]  # two clean records
     targets.fuzz_batches(seed)
     monkeypatch.setattr(check, "_records_ok", lambda *args: False)  # C refuses what Python accepts
     with pytest.raises(targets.Finding, match="C records_ok"):
         targets.fuzz_batches(seed)
+
+
+def test_the_runner_keeps_an_input_that_raises(tmp_path: Path) -> None:
+    from tests.fuzz.run import _keeping_findings
+
+    def target(data: bytes) -> None:
+        if data == b"boom":
+            raise RuntimeError("finding")
+
+    wrapped = _keeping_findings(target, tmp_path)
+    wrapped(b"fine")
+    with pytest.raises(RuntimeError):
+        wrapped(b"boom")
+    assert [p.read_bytes() for p in tmp_path.iterdir()] == [b"boom"]
