@@ -165,10 +165,12 @@ def _frame_from(data: bytes) -> bytes | None:
 
 
 def fuzz_requests(data: bytes) -> None:
-    """api.decode_request on a request frame: a Request or a CodecError, nothing else."""
+    """api.decode_request on a request frame: a Request or a CodecError, nothing else; and what
+    decodes re-encodes to bytes that decode and encode to the same bytes again."""
     frame = _frame_from(data)
     if frame is None:
         return
+    request = None
     for trailing in (False, True):
         try:
             request = api.decode_request(frame, allow_trailing=trailing)
@@ -176,6 +178,17 @@ def fuzz_requests(data: bytes) -> None:
             continue
         if not trailing and request.trailing_bytes:
             raise Finding("trailing bytes accepted without allow_trailing")
+    if request is None:
+        return
+    # the encoder writes unknown tags in tag order, so compare encodings: encode(decode(e)) == e
+    once = _encode(request)
+    if _encode(api.decode_request(once)) != once:
+        raise Finding(f"api {request.api_key} v{request.api_version} does not re-encode to the same request")
+
+
+def _encode(request: api.Request) -> bytes:
+    return api.to_bytes(api.encode_request(request.api_key, request.api_version, request.correlation_id,
+                                           request.body, request.client_id))[4:]
 
 
 # -- the whole dispatch path ---------------------------------------------------------------------
