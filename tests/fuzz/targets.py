@@ -234,8 +234,8 @@ async def _dispatch_all(frames: list[bytes], sasl: bool) -> None:
     from mockbroker.server.sasl import SaslSession, enabled_mechanisms
 
     broker = fresh_broker()
-    conn = Connection(0, lambda c, f: None, 1 << 20, _STAGING, listener="SASL_PLAINTEXT",
-                      security_protocol="SASL_PLAINTEXT" if sasl else "PLAINTEXT")
+    protocol = "SASL_PLAINTEXT" if sasl else "PLAINTEXT"
+    conn = Connection(0, lambda c, f: None, 1 << 20, _STAGING, listener=protocol, security_protocol=protocol)
     conn.connection_made(_Transport())  # type: ignore[arg-type]
     if sasl:
         broker.cluster.credentials = _credentials()
