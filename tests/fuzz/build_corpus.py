@@ -55,6 +55,11 @@ def _dispatch_seeds(requests: list[bytes]) -> list[bytes]:
         frames = [p.read_bytes() for p in sorted(client.glob("*.bin")) if p.stat().st_size <= MAX_SEED]
         for i in range(0, len(frames), 4):
             out.append(b"\x00" + targets.SEP.join(frames[i : i + 4]))
+    golden = _golden()
+    for action in range(len(targets.FAULT_ACTIONS)):  # golden frames under each fault action
+        for scope in (0, 0x80):
+            for frame in golden[action::16][:2]:
+                out.append(bytes([4 | action << 3 | scope]) + frame)
     hs, au, md = api.request_module(17), api.request_module(36), api.request_module(3)
     user, password = targets.SASL_USER
     plain = f"\0{user}\0{password}".encode()

@@ -14,7 +14,8 @@ Input layouts (the corpus builder, ``tests/fuzz/build_corpus.py``, writes seeds 
   odd: bytes 1-2 pick one of the (api key, version) pairs the broker registers, a valid request
   header for it is prepended to the rest (the body).  ``dispatch`` inputs may hold several frames
   separated by :data:`SEP` (the first as above, the others whole frames); byte 0 bit 1 puts them on
-  a SASL_PLAINTEXT connection.
+  a SASL_PLAINTEXT connection, bit 2 adds a fault rule on every request (bits 3-5: the action from
+  :data:`FAULT_ACTIONS`, bit 7: error scope "partition").
 * ``batches``: byte 0's low two bits pick the format (0 and 3: a v2 batch, 1: a v0/v1 message
   set, 2: bare records for the record checkers: count, flags, base timestamp, then the records), bit 2
   has the harness fix CRCs and lengths so mutations get past them, bit 3 allows a partial tail; the
@@ -229,7 +230,17 @@ def fresh_broker() -> Any:
     return BrokerServer(state, 0, "127.0.0.1", 19092)
 
 
-async def _dispatch_all(frames: list[bytes], sasl: bool) -> None:
+FAULT_ACTIONS = ("error", "delay", "drop_before", "drop_after", "throttle", "corrupt_crc", "truncate", "observe")
+
+
+def _add_fault(broker: Any, mode: int) -> None:
+    """A fault rule on every request (byte 0 bit 2): bits 3-5 pick the action, bit 7 the error scope."""
+    action = FAULT_ACTIONS[(mode >> 3) & 7]
+    broker.cluster.faults.add(action=action, times=None, error=6 if action == "error" else 0,
+                              scope="partition" if mode & 0x80 else "request", delay_ms=1, throttle_ms=1)
+
+
+async def _dispatch_all(frames: list[bytes], sasl: bool, mode: int = 0) -> None:
     from mockbroker.server.dispatch import dispatch
     from mockbroker.server.sasl import SaslSession, enabled_mechanisms
 
@@ -237,6 +248,8 @@ async def _dispatch_all(frames: list[bytes], sasl: bool) -> None:
     protocol = "SASL_PLAINTEXT" if sasl else "PLAINTEXT"
     conn = Connection(0, lambda c, f: None, 1 << 20, _STAGING, listener=protocol, security_protocol=protocol)
     conn.connection_made(_Transport())  # type: ignore[arg-type]
+    if mode & 4:
+        _add_fault(broker, mode)
     if sasl:
         broker.cluster.credentials = _credentials()
         conn.sasl = SaslSession(broker.cluster.credentials, enabled_mechanisms(broker.cluster.config), 0)
@@ -262,8 +275,9 @@ async def _dispatch_all(frames: list[bytes], sasl: bool) -> None:
 
 def fuzz_dispatch(data: bytes) -> None:
     """dispatch() on a sequence of request frames (split at SEP; byte 0 bit 1: a SASL listener's
-    connection, where user alice/alice-secret exists) against a fresh cluster: answers, no answer,
-    or a closed connection; any other exception (a handler bug on decoded garbage) is a finding."""
+    connection, where user alice/alice-secret exists; bit 2: a fault rule) against a fresh cluster:
+    answers, no answer, or a closed connection; any other exception (a handler bug on decoded
+    garbage, a fault action failing on it) is a finding."""
     global _LOOP
     if not data:
         return
@@ -273,7 +287,7 @@ def fuzz_dispatch(data: bytes) -> None:
         return
     if _LOOP is None:
         _LOOP = asyncio.new_event_loop()
-    _LOOP.run_until_complete(_dispatch_all([frame, *rest], bool(data[0] & 2)))
+    _LOOP.run_until_complete(_dispatch_all([frame, *rest], bool(data[0] & 2), data[0]))
 
 
 # -- record formats ------------------------------------------------------------------------------
