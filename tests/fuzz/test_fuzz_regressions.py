@@ -80,3 +80,19 @@ def test_metadata_v10_v11_with_topic_ids_or_null_names_is_invalid_request(single
         # from v12 the id alone finds the topic
         resp = client.call(3, 12, m.MetadataRequest(topics=[m.MetadataRequestTopic(name=None, topic_id=topic_id)]))
         assert resp.topics[0].error_code == 0 and resp.topics[0].name == name
+
+
+@pytest.mark.parametrize("version", [10, 11, 12])
+def test_an_injected_metadata_error_answers_a_null_topic_name(single: MockCluster, version: int) -> None:
+    """Found by the dispatch target with a fault rule: an error rule on Metadata mirrored a v10-11
+    request's null topic name into the answer, which cannot hold it before v12, and the connection was
+    dropped.  The injected answer now names such a topic "" (and carries the topic id it was asked by)."""
+    m = api.request_module(3)
+    topic_id = b"\x01" * 16
+    with single.fault(api="Metadata", error="NOT_LEADER_OR_FOLLOWER", times=None) as rule, \
+            WireClient(single.brokers[0].port) as client:
+        resp = client.call(3, version, m.MetadataRequest(topics=[m.MetadataRequestTopic(name=None, topic_id=topic_id)]))
+        assert [t.error_code for t in resp.topics] == [ErrorCode.NOT_LEADER_OR_FOLLOWER]
+        assert resp.topics[0].name == ("" if version < 12 else None)
+        assert resp.topics[0].topic_id == topic_id
+        assert rule.hits == 1
