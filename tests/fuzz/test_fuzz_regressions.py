@@ -6,6 +6,7 @@ named after what it does.  The wire tests send the same request to a real MockCl
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import pytest
 from mockbroker.cluster import MockCluster
 from mockbroker.errors import ErrorCode
 from mockbroker.protocol import api
-from tests.broker.wire import WireClient
+from mockbroker.records import build_batch, build_message_set
+from tests.broker.wire import WireClient, produce_body
 from tests.fuzz import targets
 
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
@@ -96,3 +98,22 @@ def test_an_injected_metadata_error_answers_a_null_topic_name(single: MockCluste
         assert resp.topics[0].name == ("" if version < 12 else None)
         assert resp.topics[0].topic_id == topic_id
         assert rule.hits == 1
+
+
+@pytest.mark.parametrize("version", [0, 2, 3, 9, 11])
+def test_a_produce_entry_shorter_than_a_message_is_corrupt(single: MockCluster, version: int) -> None:
+    """Found by the dispatch target: a produce entry whose size field is below the magic byte's offset
+    (a 12-byte prefix claiming 0-4 bytes) raised IndexError while its magic was read, and the
+    connection was dropped.  Kafka (ByteBufferLogInputStream) refuses entries under the v0 message
+    overhead of 14 bytes: CORRUPT_MESSAGE."""
+    name = f"short-{version}"
+    single.create_topic(name, 1)
+    with WireClient(single.brokers[0].port) as client:
+        for size in (0, 4, 13):
+            records = struct.pack(">qi", 0, size) + b"\x00" * size
+            resp = client.call(0, version, produce_body(version, name, 0, records))
+            codes = [p.error_code for t in resp.responses for p in t.partition_responses]
+            assert codes == [ErrorCode.CORRUPT_MESSAGE], (size, codes)
+        good = build_batch([(b"k", b"v")]) if version >= 3 else build_message_set([(b"k", b"v")], 1)
+        resp = client.call(0, version, produce_body(version, name, 0, good))
+        assert [p.error_code for t in resp.responses for p in t.partition_responses] == [0]
