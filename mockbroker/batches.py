@@ -26,6 +26,7 @@ from mockbroker.state.log import StoredBatch
 
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 _MAGIC_AT = 16
+_MIN_ENTRY = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: no entry (v0, v1 or v2) is shorter
 _CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4, "uncompressed": 0, "none": 0}
 NO_TIMESTAMP = -1
 
@@ -66,7 +67,10 @@ def split_batches(data: memoryview) -> list[memoryview]:
         if end - pos < 12:
             raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, f"{end - pos} stray bytes after the last batch")
         size = struct.unpack_from(">i", data, pos + 8)[0]
-        if size < 0 or pos + 12 + size > end:
+        if size < _MIN_ENTRY:  # Kafka's ByteBufferLogInputStream: below the smallest (v0) message's overhead
+            raise BatchRejected(ErrorCode.CORRUPT_MESSAGE,
+                                f"Record size {size} is less than the minimum record overhead ({_MIN_ENTRY})")
+        if pos + 12 + size > end:
             raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, f"batch at byte {pos} claims {size} bytes, past the end")
         out.append(data[pos : pos + 12 + size])
         pos += 12 + size

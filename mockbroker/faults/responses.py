@@ -60,13 +60,19 @@ def _list_offsets(resp: Any, req: Any, code: int, only: Only, ctx: Any) -> Any:
 
 def _metadata(resp: Any, req: Any, code: int, only: Only, ctx: Any) -> Any:
     cluster = ctx.cluster
-    names = [t.name for t in req.topics] if req.topics is not None else sorted(cluster.topics)
+    if req.topics is None:
+        wanted = [(name, cluster.topics[name].topic_id) for name in sorted(cluster.topics)]
+    else:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    nullable = ctx.api_version >= 12  # a v10-11 request may carry a null name its answer cannot hold
     return resp.MetadataResponse(
         brokers=[resp.MetadataResponseBroker(node_id=b.node_id, host=host, port=port, rack=b.rack)
                  for b in cluster.brokers.values() for host, port in (b.endpoint(ctx.connection.listener),)],
         cluster_id=cluster.cluster_id, controller_id=cluster.controller_id,
-        topics=[resp.MetadataResponseTopic(error_code=_code(code, only, n or "", None), name=n, partitions=[])
-                for n in names])
+        topics=[resp.MetadataResponseTopic(error_code=_code(code, only, n or "", None),
+                                           name=n if n is not None or nullable else "", topic_id=topic_id,
+                                           partitions=[])
+                for n, topic_id in wanted])
 
 
 def _offset_commit(resp: Any, req: Any, code: int, only: Only, ctx: Any) -> Any:

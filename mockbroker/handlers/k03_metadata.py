@@ -11,6 +11,8 @@ Behavior:
 - A topic's partition list is encoded once and reused until a leader epoch changes (every leader or
   replica change bumps one), a partition is added or the set of live brokers changes: Metadata for
   10k partitions costs about a millisecond, not tens.
+- v10-11: a topic named by id or with a null name fails the request with INVALID_REQUEST (as Kafka,
+  which takes ids only from v12): every requested topic answered with that error, no brokers.
 - With ACLs on: topics without DESCRIBE are left out of an all-topics answer and answered
   TOPIC_AUTHORIZATION_FAILED when named (by name or id); auto-creation needs CREATE on the cluster or
   the topic, else TOPIC_AUTHORIZATION_FAILED.
@@ -21,6 +23,7 @@ Behavior:
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
@@ -31,6 +34,7 @@ from mockbroker.protocol.runtime import ZERO_UUID, EncodedList
 from mockbroker.state.cluster import Topic
 
 RESP = api.response_module(3)
+log = logging.getLogger("mockbroker.handlers")
 NO_OPERATIONS = -(2**31)
 
 
@@ -81,8 +85,27 @@ def _denied(ctx: Any, name: str, allow_create: bool) -> bool:
                 or authz.authorize(ctx, authz.CREATE, authz.TOPIC, name))
 
 
+def _ids_before_v12(ctx: Any, req: Any) -> Any:
+    """v10-11 requests carry topic ids and nullable names, but Kafka takes neither before v12: it fails
+    the request with INVALID_REQUEST, answered as MetadataRequest.getErrorResponse does (every topic
+    with that error, a null name as "", no brokers); None when the request is fine."""
+    if ctx.api_version >= 12 or not req.topics:
+        return None
+    bad = next((t for t in req.topics if t.name is None or t.topic_id != ZERO_UUID), None)
+    if bad is None:
+        return None
+    why = "Topic name can not be null" if bad.name is None else "Topic IDs are not supported in requests"
+    log.warning("Metadata v%s from %s: %s for version %s: INVALID_REQUEST", ctx.api_version, ctx.connection.peer,
+                why, ctx.api_version)
+    return RESP.MetadataResponse(brokers=[], topics=[_error_topic(t.name or "", t.topic_id, ErrorCode.INVALID_REQUEST)
+                                                     for t in req.topics])
+
+
 @register(3, 0, 13)
 def handle(ctx: Any, req: Any) -> Any:
+    invalid = _ids_before_v12(ctx, req)
+    if invalid is not None:
+        return invalid
     cluster = ctx.cluster
     version = ctx.api_version
     allow_create = version < 4 or req.allow_auto_topic_creation

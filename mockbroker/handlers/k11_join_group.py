@@ -2,7 +2,8 @@
 
 Behavior:
 - NOT_COORDINATOR on the wrong broker; INVALID_GROUP_ID for an empty id; INCONSISTENT_GROUP_PROTOCOL
-  when the protocol type or the offered assignors do not match the group's members.
+  when the protocol type or the offered assignors do not match the group's members, or when an empty
+  group is joined with no protocol type or no protocols (as Kafka's ClassicGroup.supportsProtocols).
 - v4+: a first join without a member id gets MEMBER_ID_REQUIRED and its new id.
 - The answer waits until every known member has rejoined (or the rebalance timeout passes); the
   leader gets every member's metadata. A new group waits `group.initial.rebalance.delay.ms`

@@ -8,6 +8,7 @@ the clock's time, so tests can drive rebalances and session expiry with a manual
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.consumer_groups import ConsumerGroupLogic, ConsumerGroupState, HeartbeatResult
 from mockbroker.state.group_offsets import COMPLETING, GroupOffsets
 
+log = logging.getLogger("mockbroker.state")
 EMPTY, PREPARING, STABLE = "Empty", "PreparingRebalance", "Stable"
 
 
@@ -96,6 +98,12 @@ class GroupCoordinator(GroupOffsets):
                 reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
                 return
             group.consumer = None  # an empty consumer group turns classic
+        if not group.members and (not protocol_type or not protocols):
+            # Kafka (ClassicGroup.supportsProtocols): an empty group takes a member only with a protocol
+            # type and at least one protocol; there would be nothing to vote for
+            log.info("JoinGroup %s: no protocol type or no protocols: INCONSISTENT_GROUP_PROTOCOL", group_id)
+            reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
         if group.members and protocol_type != group.protocol_type:
             reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return

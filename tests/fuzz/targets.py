@@ -1,0 +1,433 @@
+"""The fuzz targets: one function per target, each taking the fuzzer's bytes and raising only on a finding.
+
+Every target catches exactly what the code under test may raise on bad input (the codec's
+:class:`~mockbroker.codec_errors.CodecError` family, a closed connection where Kafka closes one)
+and lets anything else escape: atheris reports an escaped exception as a crash.  Properties that
+do not raise on their own (a frame buffer larger than ``socket.request.max.bytes``, decompressed
+output above its cap, the C record checker disagreeing with the Python one) are asserted.
+
+Input layouts (the corpus builder, ``tests/fuzz/build_corpus.py``, writes seeds in them):
+
+* ``frames``: byte 0 picks ``socket.request.max.bytes`` (:data:`FRAME_LIMITS`), byte 1 the read
+  sizes; the rest is the byte stream a client sends.
+* ``requests`` and ``dispatch``: byte 0 even: the rest is a whole request frame (header and body);
+  odd: bytes 1-2 pick one of the (api key, version) pairs the broker registers, a valid request
+  header for it is prepended to the rest (the body).  ``dispatch`` inputs may hold several frames
+  separated by :data:`SEP` (the first as above, the others whole frames); byte 0 bit 1 puts them on
+  a SASL_PLAINTEXT connection, bit 2 adds a fault rule on every request (bits 3-5: the action from
+  :data:`FAULT_ACTIONS`, bit 7: error scope "partition").
+* ``batches``: byte 0's low two bits pick the format (0 and 3: a v2 batch, 1: a v0/v1 message
+  set, 2: bare records for the record checkers: count, flags, base timestamp, then the records), bit 2
+  has the harness fix CRCs and lengths so mutations get past them, bit 3 allows a partial tail; the
+  rest is the data.
+* ``decompress``: byte 0 the codec id (0-4, 5 unknown), byte 1 the cap (:data:`CAPS`), the rest the
+  compressed data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from mockbroker import records
+from mockbroker.codec_errors import CodecError
+from mockbroker.protocol import api
+from mockbroker.records import batch as batch_mod
+from mockbroker.records import check as check_mod
+from mockbroker.records.compression import compress, decompress
+from mockbroker.server.connection import LARGE_FRAME, STAGING_BYTES, CloseConnection, Connection
+
+FRAME_LIMITS = (0, 1, 8, 100, 4096, LARGE_FRAME - 1, LARGE_FRAME, LARGE_FRAME + 1, 200_000, 1 << 20, 3 << 20)
+CAPS = (0, 1, 64, 4096, 65536, 1 << 20, 16 << 20, records.DEFAULT_MAX_SIZE)
+RECORDS_CAP = 1 << 20  # the decompression cap the record-format targets use
+_SIZE = struct.Struct(">i")
+
+logging.getLogger("mockbroker").setLevel(logging.CRITICAL)  # closes are expected here, by the million
+
+
+class Finding(AssertionError):
+    """A property of the code under test does not hold for this input."""
+
+
+def _registered() -> list[tuple[int, int]]:
+    from mockbroker.handlers.registry import HANDLERS
+
+    return [(h.api_key, v) for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
+            for v in range(h.min_version, h.max_version + 1)]
+
+
+def preload() -> None:
+    """Import every handler and generated request/response module now (so atheris instruments them)."""
+    import mockbroker.handlers  # noqa: F401  (registers every handler)
+
+    for key, _ in _registered():
+        api.request_module(key)
+        api.response_module(key)
+    api.module("RequestHeader")
+    api.module("ResponseHeader")
+
+
+# -- the frame reader ----------------------------------------------------------------------------
+
+class _Transport:
+    def __init__(self) -> None:
+        self.closed = False
+        self.paused = False
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 1)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+    def writelines(self, buffers: list[Any]) -> None: ...
+
+
+def _reference_frames(stream: bytes, limit: int) -> tuple[list[bytes], bool]:
+    """What a correct reader makes of ``stream``: its whole frames, and whether it must close."""
+    frames, pos = [], 0
+    while len(stream) - pos >= 4:
+        size = _SIZE.unpack_from(stream, pos)[0]
+        if size < 0 or size > limit:
+            return frames, True
+        if len(stream) - pos - 4 < size:
+            break
+        frames.append(stream[pos + 4 : pos + 4 + size])
+        pos += 4 + size
+    return frames, False
+
+
+_STAGING = memoryview(bytearray(STAGING_BYTES))
+
+
+def fuzz_frames(data: bytes) -> None:
+    """Feed a byte stream to a Connection in reads of fuzzer-chosen sizes: it must cut exactly the
+    frames a reference reader finds, close only on a bad size, and never allocate a frame buffer
+    above socket.request.max.bytes."""
+    if len(data) < 2:
+        return
+    limit = FRAME_LIMITS[data[0] % len(FRAME_LIMITS)]
+    read = (data[1] % 64) * 37 + 1  # reads of 1..2332 bytes
+    stream = data[2:]
+    seen: list[bytes] = []
+    conn = Connection(0, lambda c, frame: seen.append(bytes(frame)), limit, _STAGING)
+    transport = _Transport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    pos = 0
+    while pos < len(stream) and not conn.closed:
+        buf = conn.get_buffer(-1)
+        n = min(read, len(buf), len(stream) - pos)
+        if n == 0:
+            raise Finding("get_buffer returned an empty buffer with bytes still to read")
+        buf[:n] = stream[pos : pos + n]
+        conn.buffer_updated(n)
+        pos += n
+        if conn._frame is not None and len(conn._frame) > limit:
+            raise Finding(f"frame buffer of {len(conn._frame)} bytes above the limit {limit}")
+    expected, must_close = _reference_frames(stream, limit)
+    # before a bad size closes the connection, the whole frames of that same read may go unanswered
+    # (the client gets no answer to them either way): what was dispatched must be a prefix
+    if seen != expected and not (must_close and seen == expected[: len(seen)]):
+        raise Finding(f"frames differ: got {len(seen)}, expected {len(expected)}")
+    if conn.closed != must_close or transport.closed != must_close:
+        raise Finding(f"connection closed={conn.closed}, expected {must_close}")
+
+
+# -- request decoders ----------------------------------------------------------------------------
+
+_PAIRS: list[tuple[int, int]] = []
+
+
+def _frame_from(data: bytes) -> bytes | None:
+    """The request frame an input stands for (see the module docstring), None if too short."""
+    if not data:
+        return None
+    if data[0] % 2 == 0:
+        return data[1:]
+    if len(data) < 3:
+        return None
+    if not _PAIRS:
+        _PAIRS.extend(_registered())
+    key, version = _PAIRS[((data[1] << 8) | data[2]) % len(_PAIRS)]
+    header = struct.pack(">hhih", key, version, 7, 4) + b"fuzz"
+    if api.is_flexible(key, version):
+        header += b"\x00"  # no header tags
+    return header + data[3:]
+
+
+def fuzz_requests(data: bytes) -> None:
+    """api.decode_request on a request frame: a Request or a CodecError, nothing else; and what
+    decodes re-encodes to bytes that decode and encode to the same bytes again."""
+    frame = _frame_from(data)
+    if frame is None:
+        return
+    request = None
+    for trailing in (False, True):
+        try:
+            request = api.decode_request(frame, allow_trailing=trailing)
+        except CodecError:
+            continue
+        if not trailing and request.trailing_bytes:
+            raise Finding("trailing bytes accepted without allow_trailing")
+    if request is None:
+        return
+    # the encoder writes unknown tags in tag order, so compare encodings: encode(decode(e)) == e
+    once = _encode(request)
+    if _encode(api.decode_request(once)) != once:
+        raise Finding(f"api {request.api_key} v{request.api_version} does not re-encode to the same request")
+
+
+def _encode(request: api.Request) -> bytes:
+    return api.to_bytes(api.encode_request(request.api_key, request.api_version, request.correlation_id,
+                                           request.body, request.client_id))[4:]
+
+
+# -- the whole dispatch path ---------------------------------------------------------------------
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+DISPATCH_WAIT_S = 0.02  # how long an answer that waits (long polls, joins) may take before it is dropped
+SEP = b"\xf0\x0d\xf0\x0d"  # separates the frames of one dispatch input (requests in sequence)
+MAX_FRAMES = 8
+SASL_USER = ("alice", "alice-secret")
+_CREDENTIALS: Any = None
+
+
+def _credentials() -> Any:
+    """A copy of one store holding SASL_USER (its SCRAM credentials are derived once, not per input)."""
+    global _CREDENTIALS
+    from mockbroker.state.credentials import CredentialStore
+
+    if _CREDENTIALS is None:
+        _CREDENTIALS = CredentialStore()
+        _CREDENTIALS.add_user(*SASL_USER)
+    store = CredentialStore()
+    store._plain = dict(_CREDENTIALS._plain)
+    store._scram = {user: dict(creds) for user, creds in _CREDENTIALS._scram.items()}
+    return store
+
+
+def fresh_broker() -> Any:
+    """A BrokerServer (not listening) over a fresh three-broker ClusterState with a few topics."""
+    from mockbroker.server.broker import BrokerServer
+    from mockbroker.state.cluster import ClusterState
+
+    state = ClusterState({"group.initial.rebalance.delay.ms": 0})
+    for node in range(3):
+        state.add_broker(node, "127.0.0.1", 19092 + node)
+    state.create_topic("orders", 6, 3)
+    state.create_topic("compacted", 2, 1, {"cleanup.policy": "compact"})
+    state.create_topic("t", 1, 1)
+    return BrokerServer(state, 0, "127.0.0.1", 19092)
+
+
+FAULT_ACTIONS = ("error", "delay", "drop_before", "drop_after", "throttle", "corrupt_crc", "truncate", "observe")
+
+
+def _add_fault(broker: Any, mode: int) -> None:
+    """A fault rule on every request (byte 0 bit 2): bits 3-5 pick the action, bit 7 the error scope."""
+    action = FAULT_ACTIONS[(mode >> 3) & 7]
+    broker.cluster.faults.add(action=action, times=None, error=6 if action == "error" else 0,
+                              scope="partition" if mode & 0x80 else "request", delay_ms=1, throttle_ms=1)
+
+
+async def _dispatch_all(frames: list[bytes], sasl: bool, mode: int = 0) -> None:
+    from mockbroker.server.dispatch import dispatch
+    from mockbroker.server.sasl import SaslSession, enabled_mechanisms
+
+    broker = fresh_broker()
+    protocol = "SASL_PLAINTEXT" if sasl else "PLAINTEXT"
+    conn = Connection(0, lambda c, f: None, 1 << 20, _STAGING, listener=protocol, security_protocol=protocol)
+    conn.connection_made(_Transport())  # type: ignore[arg-type]
+    if mode & 4:
+        _add_fault(broker, mode)
+    if sasl:
+        broker.cluster.credentials = _credentials()
+        conn.sasl = SaslSession(broker.cluster.credentials, enabled_mechanisms(broker.cluster.config), 0)
+    try:
+        for frame in frames:
+            if conn.closed:
+                return
+            result = dispatch(broker, conn, memoryview(frame))
+            if result is not None and not isinstance(result, list):
+                try:
+                    result = await asyncio.wait_for(result, DISPATCH_WAIT_S)
+                except TimeoutError:
+                    return  # still waiting (a long poll, a join): a wait is an allowed answer
+            if result is not None and not isinstance(result, list):
+                raise Finding(f"dispatch answered {type(result).__name__}")
+            broker.cluster.tick()  # time-driven work (rebalances, reassignments, expiry) on what it did
+    except CloseConnection:
+        pass
+    finally:
+        for task in asyncio.all_tasks() - {asyncio.current_task()}:
+            task.cancel()
+
+
+def fuzz_dispatch(data: bytes) -> None:
+    """dispatch() on a sequence of request frames (split at SEP; byte 0 bit 1: a SASL listener's
+    connection, where user alice/alice-secret exists; bit 2: a fault rule) against a fresh cluster:
+    answers, no answer, or a closed connection; any other exception (a handler bug on decoded
+    garbage, a fault action failing on it) is a finding."""
+    global _LOOP
+    if not data:
+        return
+    first, *rest = data.split(SEP, MAX_FRAMES - 1)
+    frame = _frame_from(first)
+    if frame is None:
+        return
+    if _LOOP is None:
+        _LOOP = asyncio.new_event_loop()
+    _LOOP.run_until_complete(_dispatch_all([frame, *rest], bool(data[0] & 2), data[0]))
+
+
+# -- record formats ------------------------------------------------------------------------------
+
+def _fix_v2(buf: bytearray) -> None:
+    """Set batchLength to the buffer's size and the CRC to the data's, so mutations reach the records."""
+    if len(buf) >= records.HEADER_SIZE:
+        struct.pack_into(">i", buf, 8, len(buf) - records.LOG_OVERHEAD)
+        struct.pack_into(">I", buf, 17, batch_mod.crc32c(memoryview(buf)[21:]))
+
+
+def _fix_legacy(buf: bytearray) -> None:
+    """Fix the CRC of every top-level message whose size fits in the buffer."""
+    pos = 0
+    while len(buf) - pos >= 17:
+        size = _SIZE.unpack_from(buf, pos + 8)[0]
+        end = pos + 12 + size
+        if size < 5 or end > len(buf):
+            return
+        struct.pack_into(">I", buf, pos + 12, zlib.crc32(memoryview(buf)[pos + 16 : end]))
+        pos = end
+
+
+def _check_pair(view: memoryview, pos: int, end: int, count: int, base_ts: int, lo: int | None, hi: int | None,
+                need_keys: bool) -> None:
+    """The C checker (where built) and the Python pass must agree on whether records are clean."""
+    python_ok = True
+    saved = check_mod._records_ok
+    check_mod._records_ok = None
+    try:
+        python_ok = check_mod.check_records(view, pos, end, count, base_ts, lo, hi, need_keys) == []
+    except CodecError:
+        python_ok = False
+    finally:
+        check_mod._records_ok = saved
+    if saved is None:
+        return
+    check_ts = lo is not None and hi is not None
+    c_ok = saved(view, pos, end, count, base_ts, check_mod._int64(lo), check_mod._int64(hi), check_ts, need_keys)
+    if c_ok != python_ok:
+        raise Finding(f"C records_ok says {c_ok}, the Python checker {python_ok}")
+    # check_records itself (C first, Python to name problems) must also only raise CodecError
+    try:
+        check_mod.check_records(view, pos, end, count, base_ts, lo, hi, need_keys)
+    except CodecError:
+        pass
+
+
+def _v2(buf: bytes) -> None:
+    view = memoryview(buf)
+    try:
+        list(records.iter_batches(view, allow_partial_tail=True))
+        records.records_summary(view, allow_partial_tail=True)
+    except CodecError:
+        pass
+    try:
+        header, recs = records.decode_batch(view, max_size=RECORDS_CAP)
+    except CodecError:
+        return
+    if header.record_count != len(recs):
+        raise Finding(f"batch declares {header.record_count} records, decoded {len(recs)}")
+    if header.attributes & 7 == records.NONE:
+        _check_pair(view, records.HEADER_SIZE, len(view), header.record_count, header.base_timestamp,
+                    None, None, bool(header.attributes & 0x20))
+    for magic in (0, 1):
+        try:
+            records.v2_to_legacy(view, magic, max_size=RECORDS_CAP)
+        except CodecError:
+            pass
+
+
+def _legacy(buf: bytes, partial: bool) -> None:
+    try:
+        messages = records.decode_message_set(buf, RECORDS_CAP, allow_partial_tail=partial)
+    except CodecError:
+        return
+    if not partial:
+        try:
+            records.legacy_to_v2(buf, max_size=RECORDS_CAP)
+        except CodecError:
+            pass
+    for message in messages:
+        if message.magic not in (0, 1):
+            raise Finding(f"decoded a message with magic {message.magic}")
+
+
+def _bare_records(buf: bytes) -> None:
+    if len(buf) < 12:
+        return
+    count = buf[0] % 16
+    flags = buf[1]
+    base_ts = struct.unpack_from(">q", buf, 2)[0] if flags & 4 else 1_700_000_000_000
+    lo, hi = (base_ts - 1000, base_ts + 1000) if flags & 1 else (None, None)
+    _check_pair(memoryview(buf), 10, len(buf), count, base_ts, lo, hi, bool(flags & 2))
+
+
+def fuzz_batches(data: bytes) -> None:
+    """v2 batches (decode, verify, iterate, down-convert, the C/Python record checkers), v0/v1 message
+    sets (decode, up-convert) and bare records: only CodecError, and the checkers agree."""
+    if not data:
+        return
+    mode, body = data[0], bytearray(data[1:])
+    kind = mode & 3
+    if kind == 1:
+        if mode & 4:
+            _fix_legacy(body)
+        _legacy(bytes(body), bool(mode & 8))
+    elif kind == 2:
+        _bare_records(bytes(body))
+    else:
+        if mode & 4:
+            _fix_v2(body)
+        _v2(bytes(body))
+
+
+# -- decompression -------------------------------------------------------------------------------
+
+def fuzz_decompress(data: bytes) -> None:
+    """decompress() of every codec under a cap: output never above the cap, only CodecError; and
+    compress then decompress gives the input back."""
+    if len(data) < 2:
+        return
+    codec, cap = data[0] % 6, CAPS[data[1] % len(CAPS)]
+    payload = data[2:]
+    try:
+        out = decompress(codec, payload, cap)
+    except CodecError:
+        out = None
+    if out is not None and len(out) > cap:
+        raise Finding(f"{len(out)} bytes out of codec {codec} above the cap {cap}")
+    if codec <= records.ZSTD:
+        packed = compress(codec, payload, xerial=bool(data[1] & 0x80))
+        if decompress(codec, packed, max(len(payload), 1)) != payload:
+            raise Finding(f"codec {codec} does not round-trip {len(payload)} bytes")
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "frames": fuzz_frames,
+    "requests": fuzz_requests,
+    "dispatch": fuzz_dispatch,
+    "batches": fuzz_batches,
+    "decompress": fuzz_decompress,
+}
