@@ -10,6 +10,7 @@ import json
 import logging
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
-def quiet_clients() -> None:
-    for name in ("mockbroker.audit.client", "kafka", "aiokafka"):  # connections are dropped on purpose
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+def quiet_clients() -> Iterator[None]:
+    """Connections are dropped on purpose: the clients' complaints are noise here (levels restored after)."""
+    loggers = [logging.getLogger(name) for name in ("mockbroker.audit.client", "kafka", "aiokafka")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    yield
+    for lg, level in zip(loggers, levels, strict=True):
+        lg.setLevel(level)
 
 
 @pytest.mark.slow

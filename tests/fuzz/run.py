@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         from tests.fuzz import targets
 
         targets.preload()
+    targets.quiet_logs()
     if opts.target not in targets.TARGETS:
         parser.error(f"unknown target {opts.target!r} (targets: {', '.join(targets.TARGETS)})")
     fn = targets.TARGETS[opts.target]
