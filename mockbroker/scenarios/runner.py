@@ -81,7 +81,8 @@ class ScenarioRun:
                  progress: TextIO | None = None, host: str = "127.0.0.1", advertised_host: str | None = None) -> None:
         self.scenario = scenario
         self.cluster = MockCluster(brokers=scenario.brokers, host=host, port=port, config=scenario.config,
-                                   control_port=control_port, control_host=host, advertised_host=advertised_host)
+                                   control_port=control_port, control_host=host, advertised_host=advertised_host,
+                                   sasl_users=scenario.sasl_users)
         self.progress = progress
         self.steps = [StepOutcome(s.name, s.index) for s in scenario.steps]
         self.faults: dict[str, FaultRule] = {}  # named rules, kept after removal for their hits

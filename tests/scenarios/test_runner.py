@@ -108,6 +108,26 @@ async def test_async_api_with_aiokafka() -> None:
     assert result.steps[0].detail == "fault refuse added (error)"
 
 
+async def test_a_scenario_cluster_with_a_sasl_listener_and_users() -> None:
+    scenario = load_text("name: sasl\ncluster:\n  config: {listeners: 'PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0'}\n"
+                         "  sasl_users: {alice: secret}\n  topics: [{name: t, partitions: 1}]\nsteps: []\n"
+                         "expect:\n  - records: {topic: t, exactly: 1}\n")
+    run = await ScenarioRun(scenario).start_async()
+    try:
+        producer = AIOKafkaProducer(bootstrap_servers=run.cluster.bootstrap_for("SASL_PLAINTEXT"),
+                                    security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                                    sasl_plain_username="alice", sasl_plain_password="secret")
+        await producer.start()
+        try:
+            await producer.send_and_wait("t", b"over sasl")
+        finally:
+            await producer.stop()
+        result = await run.finish_async(app_ran=True)
+    finally:
+        await run.close_async()
+    assert result.passed, result.report()
+
+
 @pytest.mark.clients
 def test_an_outside_app_runs_until_sigterm(tmp_path: Path) -> None:
     from confluent_kafka import Producer
