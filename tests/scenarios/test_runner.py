@@ -109,7 +109,8 @@ async def test_async_api_with_aiokafka() -> None:
 
 
 async def test_a_scenario_cluster_with_a_sasl_listener_and_users() -> None:
-    scenario = load_text("name: sasl\ncluster:\n  config: {listeners: 'PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0'}\n"
+    scenario = load_text("name: sasl\ncluster:\n"
+                         "  config: {listeners: 'PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0'}\n"
                          "  sasl_users: {alice: secret}\n  topics: [{name: t, partitions: 1}]\nsteps: []\n"
                          "expect:\n  - records: {topic: t, exactly: 1}\n")
     run = await ScenarioRun(scenario).start_async()
