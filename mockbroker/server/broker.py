@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.server.connection import STAGING_BYTES, Connection
@@ -55,6 +56,10 @@ class BrokerServer:
         # all queued; the kernel caps it at net.core.somaxconn)
         backlog = self.cluster.config["socket.listen.backlog.size"]
         staging = memoryview(bytearray(STAGING_BYTES))  # shared by this broker's connections
+        # Kafka's socket buffers: SO_RCVBUF on the listening socket (accepted sockets inherit it, and
+        # the TCP window is sized from it), SO_SNDBUF on each accepted socket; -1 leaves the OS's
+        send_buffer = int(self.cluster.config["socket.send.buffer.bytes"])
+        receive_buffer = int(self.cluster.config["socket.receive.buffer.bytes"])
 
         def track(task: asyncio.Future[Any]) -> None:
             self.tasks.add(task)
@@ -67,6 +72,7 @@ class BrokerServer:
                 config = self.cluster.config
                 conn.sasl = SaslSession(self.cluster.credentials, enabled_mechanisms(config),
                                         int(config.get("connections.max.reauth.ms", 0) or 0))
+            conn.send_buffer_bytes = send_buffer
             self.connections.add(conn)
             return conn
 
@@ -76,6 +82,9 @@ class BrokerServer:
             context = self.security.ssl_context if self.security is not None and spec.uses_ssl else None
             server = await loop.create_server(lambda s=spec: factory(s), spec.host, port, reuse_address=True,
                                               ssl=context, backlog=backlog)
+            if receive_buffer > 0:
+                for sock in server.sockets:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
             self.servers.append(server)
             self.ports[spec.name] = server.sockets[0].getsockname()[1]
             log.info("broker %s listening on %s:%s (%s, %s)", self.node_id, spec.host, self.ports[spec.name],

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import mmap
+import socket
 import struct
 import time
 from collections import deque
@@ -65,7 +66,7 @@ class Connection(asyncio.BufferedProtocol):
     __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_poison",
                  "_queue", "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch",
                  "last_active", "listener", "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl",
-                 "security_protocol", "task", "transport")
+                 "security_protocol", "send_buffer_bytes", "task", "transport")
 
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
                  on_close: Callable[[Connection], None] | None = None,
@@ -98,12 +99,17 @@ class Connection(asyncio.BufferedProtocol):
         self.client_software: str | None = None  # "name/version" from ApiVersions v3+
         # who the client is: "User:ANONYMOUS" until SASL authenticates it (Kafka's KafkaPrincipal string)
         self.principal = "User:ANONYMOUS"
+        self.send_buffer_bytes = -1  # Kafka's socket.send.buffer.bytes (-1: the OS default), set by the broker
 
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.send_buffer_bytes > 0:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
         if self.security_protocol in ("SSL", "SASL_SSL"):
             from mockbroker.server.security import ssl_principal
 

@@ -5,7 +5,8 @@ whether they are sensitive (their values are never sent back).
 
 Defaults are Kafka 4.x's; where the mock's own default differs (config.BROKER_DEFAULTS: shorter
 ``log.retention.check.interval.ms`` and ``log.cleaner.backoff.ms``, 1000 ms; ``log.retention.ms``
--1, so data is kept unless retention is configured; ``socket.listen.backlog.size`` 1024, Kafka 50)
+-1, so data is kept unless retention is configured; ``socket.listen.backlog.size`` 1024, Kafka 50;
+``socket.send.buffer.bytes`` and ``socket.receive.buffer.bytes`` -1, the OS's buffers, Kafka 102400)
 DescribeConfigs reports the mock's value.
 """
 
@@ -140,6 +141,8 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "socket.request.max.bytes": _b(INT, "104857600", "Largest request the broker reads."),
     "connections.max.idle.ms": _b(LONG, "600000", "Close connections idle (no bytes in or out) this long."),
     "socket.listen.backlog.size": _b(INT, "50", "Pending connections the listen socket queues (mock default: 1024)."),
+    "socket.send.buffer.bytes": _b(INT, "102400", "Sockets' SO_SNDBUF; -1: the OS's (mock default: -1)."),
+    "socket.receive.buffer.bytes": _b(INT, "102400", "Sockets' SO_RCVBUF; -1: the OS's (mock default: -1)."),
     "fetch.max.bytes": _b(INT, "57671680", "Largest fetch response."),
     "group.initial.rebalance.delay.ms": _b(INT, "3000", "Delay before the first rebalance of a new group."),
     "group.consumer.session.timeout.ms": _b(INT, "45000", "KIP-848 consumer session timeout."),

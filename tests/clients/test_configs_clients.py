@@ -247,5 +247,8 @@ def test_idempotent_and_transactional_producers_survive_compaction(cluster: Mock
     txn.begin_transaction()
     produce(cluster, "c", [(b"x", b"3")], producer=txn)
     txn.commit_transaction(15)
-    got = consume_all(cluster, "c", 5, **{"isolation.level": "read_committed"})
-    assert [(k, v) for _, k, v in got] == [(b"i", b"2"), (b"x", b"2"), (b"end", b"1"), (b"i", b"3"), (b"x", b"3")]
+    # The cleaner runs every second and may already have dropped i=2 and x=2 (superseded now): a pass
+    # here makes the outcome the same either way.
+    cluster.run_log_cleaner()
+    got = consume_all(cluster, "c", 3, **{"isolation.level": "read_committed"})
+    assert [(k, v) for _, k, v in got] == [(b"end", b"1"), (b"i", b"3"), (b"x", b"3")]
