@@ -58,36 +58,44 @@ RESP = api.response_module(0)
 logger = logging.getLogger("mockbroker.produce")
 
 
-def _policy(ctx: Any, topic: Any) -> Policy:
+def _settings(ctx: Any, topic: Any) -> tuple[Policy, int]:
+    """The topic's record policy, and the retention.bytes applied at append (-1: none; memory_cap)."""
     cfg = topic.config
     cached = topic.answer_cache.get("produce policy")
     if cached is None or cached[0] != cfg.generation:  # read the configs again only after they change
+        deletes = "delete" in cfg["cleanup.policy"]
         cached = topic.answer_cache["produce policy"] = (cfg.generation, (
             cfg["max.message.bytes"], cfg["compression.type"], cfg["message.timestamp.type"] == "LogAppendTime",
             cfg["message.timestamp.before.max.ms"], cfg["message.timestamp.after.max.ms"],
-            "compact" in cfg["cleanup.policy"]))
-    max_bytes, compression, log_append, before, after, compacted = cached[1]
+            "compact" in cfg["cleanup.policy"], int(cfg["retention.bytes"]) if deletes else -1))
+    max_bytes, compression, log_append, before, after, compacted, retention_bytes = cached[1]
     return Policy(max_message_bytes=max_bytes, compression=compression, log_append_time=log_append,
-                  before_max_ms=before, after_max_ms=after, now_ms=ctx.cluster.clock.now_ms(), compacted=compacted)
+                  before_max_ms=before, after_max_ms=after, now_ms=ctx.cluster.clock.now_ms(),
+                  compacted=compacted), retention_bytes
 
 
 def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any) -> tuple[int, int]:
-    policy = _policy(ctx, topic)
+    policy, retention_bytes = _settings(ctx, topic)
     batches = validate_produce(data, ctx.api_version, policy)
     append_time = policy.now_ms if policy.log_append_time else -1
-    if len(batches) == 1:
+    cap = ctx.cluster.memory_cap
+    first = log.next_offset
+    if len(batches) == 1:  # always so from Produce v3
         batch, header = batches[0]
         if header.producer_id >= 0:
-            return _append_idempotent(ctx, topic, log, batch, header), append_time
-    ctx.cluster.memory_cap.admit(topic, log, sum(len(b) for b, _h in batches), len(batches))
-    first = log.next_offset
-    for batch, header in batches:
-        log.append(stored_batch(detached(batch), log.next_offset, log.leader_epoch, header))
-    ctx.cluster.memory_cap.appended(topic, log)
+            return _append_idempotent(ctx, topic, log, batch, header, retention_bytes), append_time
+        cap.admit(topic, log, len(batch))
+        log.append(stored_batch(detached(batch), first, log.leader_epoch, header))
+    else:
+        cap.admit(topic, log, sum(len(b) for b, _h in batches), len(batches))
+        for batch, header in batches:
+            log.append(stored_batch(detached(batch), log.next_offset, log.leader_epoch, header))
+    cap.appended(topic, log, retention_bytes)
     return first, append_time
 
 
-def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryview, header: Any) -> int:
+def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryview, header: Any,
+                       retention_bytes: int) -> int:
     pid, epoch, first_seq = header.producer_id, header.producer_epoch, header.base_sequence
     last_seq = last_sequence(first_seq, header.last_offset_delta + 1)
     producers = log.producers
@@ -105,7 +113,7 @@ def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryvie
     producers.record_append(pid, epoch, first_seq, last_seq, stored.base_offset, stored.last_offset,
                             header.max_timestamp, ctx.cluster.clock.now_ms(), transactional)
     log.append(stored)
-    ctx.cluster.memory_cap.appended(topic, log)
+    ctx.cluster.memory_cap.appended(topic, log, retention_bytes)
     return stored.base_offset
 
 

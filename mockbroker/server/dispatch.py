@@ -50,15 +50,9 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
+    cluster: ClusterState  # the broker's cluster state when the request came in (plain fields: read often)
+    broker_id: int
     throttle_ms: int = 0  # what quotas or fault rules throttled this request by (the journal shows it)
-
-    @property
-    def cluster(self) -> ClusterState:
-        return self.broker.cluster
-
-    @property
-    def broker_id(self) -> int:
-        return self.broker.node_id
 
     @property
     def principal(self) -> str:
@@ -119,8 +113,8 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
     if request.trailing_bytes:
         log.debug("broker %s: %s v%s from %s has %d bytes after its body (ignored, as Kafka does)",
                   broker.node_id, name, version, conn.peer, request.trailing_bytes)
-    ctx = RequestContext(broker, conn, api_key, version, correlation_id, request.client_id)
     cluster = broker.cluster
+    ctx = RequestContext(broker, conn, api_key, version, correlation_id, request.client_id, cluster, broker.node_id)
     faults, journal = cluster.faults, cluster.journal
     if broker.partitioned:  # a network partition: nothing comes back
         return _hang(conn)

@@ -112,7 +112,7 @@ class MemoryCap:
     def admit(self, topic: Any, log: PartitionLog, size: int, batches: int = 1) -> None:
         """Check that ``batches`` batches of ``size`` bytes in all, about to be appended, fit under
         the global cap, running retention when they do not; raise KAFKA_STORAGE_ERROR when they still do not."""
-        limit = self.cluster.config[TOTAL_CAP]
+        limit = self.cluster.config.values[TOTAL_CAP]
         need = size + BATCH_OVERHEAD * batches
         if limit < 0 or self.total + need <= limit:
             self.total += need
@@ -131,13 +131,10 @@ class MemoryCap:
                              f"{topic.name}-{log.index}; produce refused")
         self.total += need
 
-    def appended(self, topic: Any, log: PartitionLog) -> None:
-        """Apply retention.bytes at once to a partition far above it (see the module docstring)."""
-        cfg = topic.config
-        retention_bytes = int(cfg["retention.bytes"])
+    def appended(self, topic: Any, log: PartitionLog, retention_bytes: int) -> None:
+        """Apply retention.bytes at once to a partition far above it (see the module docstring).
+        ``retention_bytes`` is the topic's retention.bytes, or -1 when its cleanup.policy has no delete."""
         if retention_bytes < 0 or log.size_bytes <= retention_bytes + max(retention_bytes, PARTITION_SLACK):
-            return
-        if "delete" not in cfg["cleanup.policy"]:
             return
         before, counted = log.size_bytes, stored_bytes(log)
         gone = apply_retention(log, self.cluster.clock.now_ms(), -1, retention_bytes)
