@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-import mockbroker.handlers  # noqa: F401  (registers every handler)
 from mockbroker.faults import FaultRule, FaultSet, Journal
 from mockbroker.server.broker import BrokerServer
 from mockbroker.server.security import Security

@@ -1,14 +1,18 @@
 """The handler registry: each handler module registers its API key, version range and function.
 
-ApiVersions is answered from these registrations, so what we advertise is exactly what we serve.
+Modules are imported on their key's first request (``handler_for``, from ``index.HANDLER_INDEX``).
+ApiVersions is answered from that table, which a test holds equal to the registrations, so what we
+advertise is exactly what we serve.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mockbroker.handlers.index import HANDLER_INDEX
 from mockbroker.protocol import api
 
 NO_RESPONSE = object()  # a handler's answer when Kafka sends nothing back (Produce with acks=0)
@@ -37,5 +41,14 @@ def register(api_key: int, min_version: int, max_version: int) -> Callable[[Call
     return wrap
 
 
+def handler_for(api_key: int) -> Handler | None:
+    """The handler of ``api_key``, its module imported on first use; None for keys we do not serve."""
+    handler = HANDLERS.get(api_key)
+    if handler is None and api_key in HANDLER_INDEX:
+        importlib.import_module(f"mockbroker.handlers.{HANDLER_INDEX[api_key][0]}")
+        handler = HANDLERS.get(api_key)
+    return handler
+
+
 def api_versions_list() -> list[tuple[int, int, int]]:
-    return [(h.api_key, h.min_version, h.max_version) for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)]
+    return [(key, lo, hi) for key, (_module, lo, hi) in sorted(HANDLER_INDEX.items())]

@@ -26,7 +26,7 @@ from mockbroker.codec_errors import CodecError
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults import inject
 from mockbroker.faults.facts import request_facts, response_error_codes
-from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_list
+from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_list, handler_for
 from mockbroker.protocol import api
 from mockbroker.server import throttle
 from mockbroker.server.connection import CloseConnection, Connection
@@ -90,7 +90,7 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         api_key, version, correlation_id = api.peek_header(frame)
     except CodecError as exc:
         raise CloseConnection(f"unreadable request header: {exc}") from None
-    handler = HANDLERS.get(api_key)
+    handler = HANDLERS.get(api_key) or handler_for(api_key)
     if handler is None:
         raise CloseConnection(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
     name = api.api_name(api_key)

@@ -21,10 +21,13 @@ from collections.abc import Iterator
 import pytest
 
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import load_all
 from mockbroker.handlers.registry import HANDLERS
 from mockbroker.protocol import api
 
 from .hostile import Harness, closed_by_peer, framed, harness, raw_header, read_frame
+
+load_all()  # the tests below walk every registered handler
 
 MAX_REQUEST = 1_000_000  # socket.request.max.bytes here (Kafka's default is 104857600)
 

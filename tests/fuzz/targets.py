@@ -59,7 +59,10 @@ class Finding(AssertionError):
 
 
 def _registered() -> list[tuple[int, int]]:
+    from mockbroker.handlers import load_all
     from mockbroker.handlers.registry import HANDLERS
+
+    load_all()
 
     return [(h.api_key, v) for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
             for v in range(h.min_version, h.max_version + 1)]
@@ -67,8 +70,6 @@ def _registered() -> list[tuple[int, int]]:
 
 def preload() -> None:
     """Import every handler and generated request/response module now (so atheris instruments them)."""
-    import mockbroker.handlers  # noqa: F401  (registers every handler)
-
     for key, _ in _registered():
         api.request_module(key)
         api.response_module(key)

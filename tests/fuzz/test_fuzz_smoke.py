@@ -76,12 +76,13 @@ def test_frames_target_flags_a_reader_that_loses_frames(monkeypatch: pytest.Monk
 
 
 def test_dispatch_target_lets_a_handler_bug_escape(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mockbroker.handlers.registry import HANDLERS, Handler
+    from mockbroker.handlers.registry import HANDLERS, Handler, handler_for
 
     def broken(ctx: object, req: object) -> object:
         raise ZeroDivisionError("handler bug")
 
-    metadata = HANDLERS[3]
+    metadata = handler_for(3)
+    assert metadata is not None
     monkeypatch.setitem(HANDLERS, 3, Handler(3, metadata.min_version, metadata.max_version, broken))
     frame = next(p.read_bytes() for p in sorted(CORPUS.joinpath("dispatch").iterdir())
                  if p.read_bytes()[0] == 0 and p.read_bytes()[1:3] == b"\x00\x03")

@@ -1,0 +1,65 @@
+"""Which module handles each API key, and the versions it serves: what ApiVersions advertises.
+
+Handler modules are imported on a key's first request (mockbroker.handlers.registry.handler_for), so a
+broker starts without loading every handler and its codec modules. This table says what each one
+registers; tests/broker/test_handler_index.py imports them all and fails, printing the right table,
+when a module's ``@register`` and this table disagree.
+"""
+
+from __future__ import annotations
+
+# api key -> (module in mockbroker.handlers, min version, max version)
+HANDLER_INDEX: dict[int, tuple[str, int, int]] = {
+    0: ("k00_produce", 0, 13),
+    1: ("k01_fetch", 0, 18),
+    2: ("k02_list_offsets", 0, 11),
+    3: ("k03_metadata", 0, 13),
+    8: ("k08_offset_commit", 0, 10),
+    9: ("k09_offset_fetch", 0, 10),
+    10: ("k10_find_coordinator", 0, 6),
+    11: ("k11_join_group", 0, 9),
+    12: ("k12_heartbeat", 0, 4),
+    13: ("k13_leave_group", 0, 5),
+    14: ("k14_sync_group", 0, 5),
+    15: ("k15_describe_groups", 0, 6),
+    16: ("k16_list_groups", 0, 5),
+    17: ("k17_sasl_handshake", 0, 1),
+    18: ("k18_api_versions", 0, 4),
+    19: ("k19_create_topics", 0, 7),
+    20: ("k20_delete_topics", 0, 6),
+    21: ("k21_delete_records", 0, 2),
+    22: ("k22_init_producer_id", 0, 5),
+    23: ("k23_offset_for_leader_epoch", 0, 4),
+    24: ("k24_add_partitions_to_txn", 0, 5),
+    25: ("k25_add_offsets_to_txn", 0, 4),
+    26: ("k26_end_txn", 0, 5),
+    27: ("k27_write_txn_markers", 0, 2),
+    28: ("k28_txn_offset_commit", 0, 5),
+    29: ("k29_describe_acls", 0, 3),
+    30: ("k30_create_acls", 0, 3),
+    31: ("k31_delete_acls", 0, 3),
+    32: ("k32_describe_configs", 0, 4),
+    33: ("k33_alter_configs", 0, 2),
+    34: ("k34_alter_replica_log_dirs", 0, 2),
+    35: ("k35_describe_log_dirs", 0, 5),
+    36: ("k36_sasl_authenticate", 0, 2),
+    37: ("k37_create_partitions", 0, 3),
+    42: ("k42_delete_groups", 0, 2),
+    43: ("k43_elect_leaders", 0, 2),
+    44: ("k44_incremental_alter_configs", 0, 1),
+    45: ("k45_alter_partition_reassignments", 0, 1),
+    46: ("k46_list_partition_reassignments", 0, 0),
+    47: ("k47_offset_delete", 0, 0),
+    48: ("k48_describe_client_quotas", 0, 1),
+    49: ("k49_alter_client_quotas", 0, 1),
+    50: ("k50_describe_user_scram_credentials", 0, 0),
+    51: ("k51_alter_user_scram_credentials", 0, 0),
+    57: ("k57_update_features", 0, 2),
+    60: ("k60_describe_cluster", 0, 2),
+    61: ("k61_describe_producers", 0, 0),
+    65: ("k65_describe_transactions", 0, 0),
+    66: ("k66_list_transactions", 0, 2),
+    68: ("k68_consumer_group_heartbeat", 0, 1),
+    69: ("k69_consumer_group_describe", 0, 0),
+    75: ("k75_describe_topic_partitions", 0, 0),
+}
