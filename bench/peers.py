@@ -81,6 +81,12 @@ class Peer:
                 return int(line.split()[1]) * 1024
         raise RuntimeError(f"{self.name}: no VmRSS for pid {self.proc.pid}")
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU the broker's process has used (for the librdkafka mock: its helper process,
+        which runs the mock cluster's threads)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             if self.proc.stdin:

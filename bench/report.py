@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.suite import ROWS, ratio
+from bench.suite import CPU_ROWS, ROWS, Row, ratio
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -46,7 +46,25 @@ def markdown(doc: dict[str, Any]) -> str:
         "| load | unit | " + " | ".join(brokers) + " | " + " | ".join(f"vs {p}" for p in peers) + " |",
         "|---|---|" + "---:|" * (len(brokers) + len(peers)),
     ]
-    for row in ROWS:
+    lines += _rows(ROWS, results, brokers, peers)
+    if any(row.key in results for row in CPU_ROWS):
+        lines += [
+            "",
+            "The broker's own CPU time (user + system, from /proc) while it serves each load, median per "
+            "repetition: steadier than wall time on a 2-core VM where clients and broker share the cores.",
+            "",
+            "| load | unit | " + " | ".join(brokers) + " | " + " | ".join(f"vs {p}" for p in peers) + " |",
+            "|---|---|" + "---:|" * (len(brokers) + len(peers)),
+            *_rows(CPU_ROWS, results, brokers, peers),
+        ]
+    if doc.get("not_measured"):
+        lines += ["", "Not measured: " + "; ".join(f"{k}: {v}" for k, v in doc["not_measured"].items())]
+    return "\n".join(lines)
+
+
+def _rows(rows: tuple[Row, ...], results: dict[str, Any], brokers: list[str], peers: list[str]) -> list[str]:
+    lines = []
+    for row in rows:
         values = results.get(row.key, {})
         ratios = []
         for p in peers:
@@ -54,9 +72,7 @@ def markdown(doc: dict[str, Any]) -> str:
             ratios.append("-" if r is None else (f"**{r:.2f}**" if r <= 1.0 else f"{r:.2f}"))
         lines.append(f"| {row.label} | {row.unit} | " + " | ".join(_cell(values.get(b)) for b in brokers)
                      + " | " + " | ".join(ratios) + " |")
-    if doc.get("not_measured"):
-        lines += ["", "Not measured: " + "; ".join(f"{k}: {v}" for k, v in doc["not_measured"].items())]
-    return "\n".join(lines)
+    return lines
 
 
 def write_readme(doc: dict[str, Any], readme: Path = README) -> None:

@@ -58,12 +58,21 @@ ROWS = (
     Row("rss_per_mb", "RSS growth per stored MB", "MB/MB", throughput=False),
     Row("rss_conn", "RSS per idle connection (1,000 open)", "KiB", throughput=False),
 )
+# The broker's own CPU (user + system, from /proc) while it serves each load: far steadier than wall time
+# on a small shared VM, where the clients and the broker compete for the same two cores.
+CPU_ROWS = (
+    Row("cpu_c100k", "confluent-kafka 100k x 100 B: produce + consume", "ms", throughput=False),
+    Row("cpu_aio100k", "aiokafka 100k x 100 B: produce + consume", "ms", throughput=False),
+    Row("cpu_c1m", "confluent-kafka 1M x 100 B, lz4: produce + consume", "ms", throughput=False),
+    Row("cpu_big", "256 x 1 MiB: produce + consume + raw fetch", "ms", throughput=False),
+    Row("cpu_lat", "produce at 1,000/s, acks=all, 2 s", "ms", throughput=False),
+)
 BROKERS: tuple[tuple[str, Callable[[], Peer]], ...] = (
     PEERS[0],
     ("mockbroker (pure Python)", lambda: start_mockbroker(pure_python=True)),
     *PEERS[1:],
 )
-PURE_ROWS = {r.key for r in ROWS if r.throughput} | {"lat_p50", "lat_p99"}
+PURE_ROWS = {r.key for r in ROWS if r.throughput} | {"lat_p50", "lat_p99"} | {r.key for r in CPU_ROWS}
 
 
 @dataclass(frozen=True)
@@ -108,27 +117,30 @@ class Recorder:
 FRESH = {"1 MiB messages"}  # runs on a fresh broker process: a GB of earlier data makes page faults slow here
 
 
-def round_loads(scale: Scale, i: int) -> list[tuple[str, tuple[str, ...], Callable[[Peer], Any]]]:
-    """The loads of one repetition: (name, the rows it fills, the load)."""
-    short = [  # the 100k loads take a fraction of a second and vary most: two samples per repetition
-        (f"confluent 100k #{n}", ("c100k_produce", "c100k_consume"),
+Load = tuple[str, tuple[str, ...], "str | None", Callable[[Peer], Any]]
+
+
+def round_loads(scale: Scale, i: int) -> list[Load]:
+    """The loads of one repetition: (name, the rows it fills, its broker-CPU row or None, the load)."""
+    short: list[Load] = [  # the 100k loads take a fraction of a second and vary most: two samples per repetition
+        (f"confluent 100k #{n}", ("c100k_produce", "c100k_consume"), "cpu_c100k",
          lambda peer, n=n: loads.produce_consume(peer, f"c100k-{i}-{n}", scale.records, 100, 4))
         for n in (1, 2)
     ] + [
-        (f"aiokafka 100k #{n}", ("aio100k_produce", "aio100k_consume"),
+        (f"aiokafka 100k #{n}", ("aio100k_produce", "aio100k_consume"), "cpu_aio100k",
          lambda peer, n=n: loads.aiokafka_produce_consume(peer, f"aio-{i}-{n}", scale.records, 100, 4))
         for n in (1, 2)
     ]
     return [
         *short,
-        ("confluent 1M", ("c1m_produce", "c1m_consume"),
+        ("confluent 1M", ("c1m_produce", "c1m_consume"), "cpu_c1m",
          lambda peer: loads.produce_consume(peer, f"c1m-{i}", scale.big_records, 100, 16, "lz4")),
-        ("1 MiB messages", ("big_produce", "big_consume", "raw_fetch"),
+        ("1 MiB messages", ("big_produce", "big_consume", "raw_fetch"), "cpu_big",
          lambda peer: loads.large_messages(peer, f"big-{i}", scale.large_count, min(64, scale.large_count))),
-        ("latency", ("lat_p50", "lat_p99"),
+        ("latency", ("lat_p50", "lat_p99"), "cpu_lat",
          lambda peer: loads.produce_latency(peer, f"lat-{i}", seconds=scale.latency_s)),
-        ("join 1", ("join1",), lambda peer: loads.group_join(peer, f"join1-{i}", 1)),
-        ("join 3", ("join3",), lambda peer: loads.group_join(peer, f"join3-{i}", 3)),
+        ("join 1", ("join1",), None, lambda peer: loads.group_join(peer, f"join1-{i}", 1)),
+        ("join 3", ("join3",), None, lambda peer: loads.group_join(peer, f"join3-{i}", 3)),
     ]
 
 
@@ -147,14 +159,15 @@ def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: 
                 print(f"{name}: not measured ({rec.failures[name]})", file=sys.stderr)
         for i in range(repeat):
             print(f"repetition {i + 1} of {repeat} ...", file=sys.stderr, flush=True)
-            for what, keys, load in round_loads(scale, i):
+            for what, keys, cpu_key, load in round_loads(scale, i):
                 for name, peer in running.items():
                     if not _measures(name, keys[0]):
                         continue
+                    timed = _with_cpu(rec, name, cpu_key, load)
                     if what in FRESH:
-                        rec.attempt(name, what, keys, lambda name=name, load=load: _on_fresh(starts[name], load))
+                        rec.attempt(name, what, keys, lambda name=name, timed=timed: _on_fresh(starts[name], timed))
                     else:
-                        rec.attempt(name, what, keys, lambda peer=peer, load=load: load(peer))
+                        rec.attempt(name, what, keys, lambda peer=peer, timed=timed: timed(peer))
         for name, peer in running.items():
             if _measures(name, "meta10k"):
                 rec.attempt(name, "metadata", ("meta10k",), lambda peer=peer: _metadata(peer, scale))
@@ -174,6 +187,20 @@ def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: 
             peer.stop()
         for _ in range(repeat):
             rec.attempt(name, "start", ("start",), lambda start=start: loads.start_to_metadata(start))
+
+
+def _with_cpu(rec: Recorder, broker: str, cpu_key: str | None, load: Callable[[Peer], Any]) -> Callable[[Peer], Any]:
+    """``load``, also recording the broker process's CPU milliseconds under ``cpu_key``."""
+    if cpu_key is None:
+        return load
+
+    def run(peer: Peer) -> Any:
+        before = peer.cpu_seconds()
+        values = load(peer)
+        rec.add(broker, cpu_key, (peer.cpu_seconds() - before) * 1000)
+        return values
+
+    return run
 
 
 def _on_fresh(start: Callable[[], Peer], load: Callable[[Peer], Any]) -> Any:
@@ -205,12 +232,12 @@ def ratio(row: Row, ours: float | None, peer: float | None) -> float | None:
     return peer / ours if row.higher_is_better else ours / peer
 
 
-def print_table(results: dict[str, dict[str, float]], brokers: list[str]) -> None:
+def print_table(results: dict[str, dict[str, float]], brokers: list[str], rows: tuple[Row, ...] = ROWS) -> None:
     peers = [b for b in brokers if not b.startswith("mockbroker")]
     head = f"{'load':58} {'unit':>6} " + " ".join(f"{b[:14]:>14}" for b in brokers)
     head += " " + " ".join(f"{'mb/' + p[:9]:>12}" for p in peers)
     print(head)
-    for row in ROWS:
+    for row in rows:
         values = results.get(row.key, {})
         cells = " ".join(f"{_fmt(values.get(b)):>14}" for b in brokers)
         ratios = " ".join(f"{_fmt(ratio(row, values.get('mockbroker'), values.get(p)), 2):>12}" for p in peers)
@@ -245,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     brokers = [n for n, _ in chosen if any(n in by_broker for by_broker in samples.values())]
     print(f"\nmedian of {repeat} run(s); mb/peer: mockbroker's cost over the peer's (<= 1.00: at least as fast)")
     print_table(results, brokers)
+    print("\nbroker CPU (user + system) per load, median")
+    print_table(results, brokers, CPU_ROWS)
     print(f"\n{time.monotonic() - began:.0f} s", file=sys.stderr)
     if "mockbroker" not in brokers or any(k.startswith("mockbroker") for k in failed):
         return 1

@@ -127,6 +127,7 @@ class ClusterState:
     def __init__(self, config: Mapping[str, Any] | None = None, clock: Any = None) -> None:
         self.config = BrokerConfig(config)
         self.clock = clock or SystemClock()
+        self._producers_checked_ms = -(2**62)  # when tick last looked for expired producers (clock ms)
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, Topic] = {}
         self.down_brokers: dict[int, BrokerInfo] = {}
@@ -209,10 +210,14 @@ class ClusterState:
         self.reassignments.tick()
         now = self.clock.now_ms()
         expiration = self.config["producer.id.expiration.ms"]
-        for topic in self.topics.values():
-            for log in topic.partitions:
-                if log.producers.entries:
-                    log.producers.expire(now, expiration)
+        # Kafka checks every producer.id.expiration.check.interval.ms (10 min); the mock walks every
+        # partition at most once a second, or as often as the expiration itself when that is shorter
+        if now - self._producers_checked_ms >= min(1000, expiration):
+            self._producers_checked_ms = now
+            for topic in self.topics.values():
+                for log in topic.partitions:
+                    if log.producers.entries:
+                        log.producers.expire(now, expiration)
         self.log_maintenance.tick()
         self.memory_cap.tick()
 

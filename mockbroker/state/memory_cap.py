@@ -50,6 +50,7 @@ BATCH_OVERHEAD = 512  # bytes a stored batch costs beyond its own (its objects a
 PARTITION_SLACK = 1024 * 1024  # at least this much above retention.bytes before an append trims at once
 FRAME_SLACK = 4096  # bytes of a request frame a stored batch may keep alive beyond twice its own size
 RETENTION_RETRY_S = 0.2  # at most one extra retention pass this often while the global cap bites
+RECOUNT_S = 1.0  # the tick's full recount (it walks every partition) runs at most this often
 
 
 def machine_memory_bytes() -> int:
@@ -101,13 +102,19 @@ class MemoryCap:
         self.total = 0  # counted bytes: exact after refresh, then grown by each append through admit
         self.refused = 0  # produce partitions refused by the global cap, ever
         self._retention_at = 0.0
+        self._recounted_at = 0.0
 
     def refresh(self) -> int:
         self.total = sum(stored_bytes(log) for topic in self.cluster.topics.values() for log in topic.partitions)
         return self.total
 
     def tick(self) -> None:
-        self.refresh()
+        """Recount now and then: appends are counted as they come (admit), and admit recounts by itself
+        near the cap, so this only catches up with deletions (retention, DeleteRecords, topics)."""
+        now = time.monotonic()
+        if now - self._recounted_at >= RECOUNT_S:
+            self._recounted_at = now
+            self.refresh()
 
     def admit(self, topic: Any, log: PartitionLog, size: int, batches: int = 1) -> None:
         """Check that ``batches`` batches of ``size`` bytes in all, about to be appended, fit under
