@@ -7,12 +7,16 @@ state, build the response.
 """
 
 import importlib
-import pkgutil
 
-HANDLER_MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[0] == "k" and m.name[1:3].isdigit())
+
+def handler_modules() -> list[str]:
+    """The ``kNN_*`` modules on disk (listed on demand: a broker's start needs only ``index.py``)."""
+    import pkgutil
+
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[0] == "k" and m.name[1:3].isdigit())
 
 
 def load_all() -> None:
     """Import every handler module (each registers itself)."""
-    for name in HANDLER_MODULES:
+    for name in handler_modules():
         importlib.import_module(f"{__name__}.{name}")
