@@ -78,18 +78,15 @@ def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any) -> tuple[int, in
     policy, retention_bytes = _settings(ctx, topic)
     batches = validate_produce(data, ctx.api_version, policy)
     append_time = policy.now_ms if policy.log_append_time else -1
-    cap = ctx.cluster.memory_cap
-    first = log.next_offset
-    if len(batches) == 1:  # always so from Produce v3
+    if len(batches) == 1:
         batch, header = batches[0]
         if header.producer_id >= 0:
             return _append_idempotent(ctx, topic, log, batch, header, retention_bytes), append_time
-        cap.admit(topic, log, len(batch))
-        log.append(stored_batch(detached(batch), first, log.leader_epoch, header))
-    else:
-        cap.admit(topic, log, sum(len(b) for b, _h in batches), len(batches))
-        for batch, header in batches:
-            log.append(stored_batch(detached(batch), log.next_offset, log.leader_epoch, header))
+    cap = ctx.cluster.memory_cap
+    cap.admit(topic, log, sum(len(b) for b, _h in batches), len(batches))
+    first = log.next_offset
+    for batch, header in batches:
+        log.append(stored_batch(detached(batch), log.next_offset, log.leader_epoch, header))
     cap.appended(topic, log, retention_bytes)
     return first, append_time
 
