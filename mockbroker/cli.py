@@ -21,7 +21,6 @@ import logging
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 from mockbroker.codec_errors import CodecError
@@ -29,11 +28,12 @@ from mockbroker.errors import KafkaError
 from mockbroker.protocol import api
 
 
-def _decode(paths: list[Path]) -> int:
+def _decode(paths: list[str]) -> int:
     status = 0
     for path in paths:
         try:
-            req = api.decode_request(path.read_bytes())
+            with open(path, "rb") as file:
+                req = api.decode_request(file.read())
         except CodecError as exc:
             print(f"{path}: cannot decode: {exc}")
             status = 1
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("audit", add_help=False,
                    help="Spark audit of topics: gaps, duplicates, visible aborted records, order (mockbroker[spark])")
     dec = sub.add_parser("decode", help="decode request frames (the bytes after the size prefix)")
-    dec.add_argument("frames", nargs="+", type=Path)
+    dec.add_argument("frames", nargs="+")
     serve = sub.add_parser("serve", help="run mock brokers until Ctrl-C",
                            description="Options default to MOCKBROKER_* environment variables (the Docker image "
                                        "sets them), then to the values shown.")

@@ -28,12 +28,10 @@ Formats:
 
 from __future__ import annotations
 
+import importlib
 import struct
 import zlib
-
-import cramjam
-import lz4.frame
-import zstandard
+from typing import Any
 
 from mockbroker.codec_errors import DecompressionCapError, DecompressionError, UnsupportedCompressionError
 
@@ -49,6 +47,26 @@ __all__ = [
     "compress",
     "decompress",
 ]
+
+
+
+class _ImportedOnFirstUse:
+    """A codec library imported when first used: cramjam, lz4 and zstandard together cost several
+    milliseconds of broker start, and many brokers never see a compressed batch."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._module is None:
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
+
+
+cramjam: Any = _ImportedOnFirstUse("cramjam")
+lz4_frame: Any = _ImportedOnFirstUse("lz4.frame")
+zstandard: Any = _ImportedOnFirstUse("zstandard")
 
 NONE = 0
 GZIP = 1
@@ -109,7 +127,7 @@ def compress(codec: int, data: Buffer, *, level: int | None = None, xerial: bool
         return _xerial_compress(data)
     if codec == LZ4:
         kwargs = {} if level is None else {"compression_level": level}
-        return lz4.frame.compress(bytes(data), block_linked=False, **kwargs)
+        return lz4_frame.compress(bytes(data), block_linked=False, **kwargs)
     if codec == ZSTD:
         return zstandard.ZstdCompressor(level=3 if level is None else level).compress(bytes(data))
     raise _unsupported(codec, -1)
@@ -269,7 +287,7 @@ def _lz4_decompress(data: Buffer, max_size: int, where: int) -> bytes:
     pending: Buffer = data
     try:
         while True:  # one frame per pass
-            decoder = lz4.frame.LZ4FrameDecompressor()
+            decoder = lz4_frame.LZ4FrameDecompressor()
             while True:
                 out.add(decoder.decompress(pending, max_length=out.step()))
                 pending = b""  # the decoder keeps what it has not consumed yet

@@ -16,7 +16,6 @@ from mockbroker.server.connection import STAGING_BYTES, Connection
 from mockbroker.server.dispatch import dispatch
 from mockbroker.server.idle import sweep_forever
 from mockbroker.server.listeners import ListenerSpec, broker_port
-from mockbroker.server.sasl import SaslSession, enabled_mechanisms
 from mockbroker.state.fetch_sessions import FetchSessionCache
 
 if TYPE_CHECKING:
@@ -69,6 +68,8 @@ class BrokerServer:
             conn = Connection(self.node_id, lambda c, f: dispatch(self, c, f), max_bytes, staging,
                               self.connections.discard, track, spec.name, spec.protocol)
             if spec.uses_sasl:
+                from mockbroker.server.sasl import SaslSession, enabled_mechanisms  # SASL listeners only
+
                 config = self.cluster.config
                 conn.sasl = SaslSession(self.cluster.credentials, enabled_mechanisms(config),
                                         int(config.get("connections.max.reauth.ms", 0) or 0))

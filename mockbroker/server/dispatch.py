@@ -30,7 +30,6 @@ from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_lis
 from mockbroker.protocol import api
 from mockbroker.server import throttle
 from mockbroker.server.connection import CloseConnection, Connection
-from mockbroker.server.sasl import SaslFailure
 
 if TYPE_CHECKING:
     from mockbroker.server.broker import BrokerServer
@@ -71,6 +70,8 @@ def _unsupported_api_versions(correlation_id: int) -> list[Any]:
 
 def _raw_sasl_token(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any]:
     """The v0 SASL flow: a bare token in, a bare length-prefixed token out (Kafka closes on failure)."""
+    from mockbroker.server.sasl import SaslFailure  # loaded on SASL listeners only (hashlib, hmac, secrets)
+
     try:
         answer, done = conn.sasl.authenticate(bytes(frame), broker.cluster.clock.now_ms())
     except (SaslFailure, KafkaError) as exc:

@@ -7,7 +7,6 @@ Kafka's codes for requests that cannot be served.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from mockbroker.state.consumer_groups import ConsumerGroupLogic
 from mockbroker.state.credentials import CredentialStore
 from mockbroker.state.features import FeatureLevels
 from mockbroker.state.groups import GroupCoordinator
+from mockbroker.state.ids import uuid4_bytes
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.log_admin import LogDirs
 from mockbroker.state.memory_cap import MemoryCap
@@ -248,7 +248,7 @@ class ClusterState:
                 f"replication factor {rf} is not between 1 and the {len(brokers)} available brokers",
             )
         topic_config = TopicConfig(self.config, configs)
-        topic = Topic(name, uuid.uuid4().bytes, [], topic_config, name.startswith("__"), rf)
+        topic = Topic(name, uuid4_bytes(), [], topic_config, name.startswith("__"), rf)
         self._add_partitions(topic, count, assignment)
         if not validate_only:
             self.topics[name] = topic

@@ -19,12 +19,12 @@ state (``group.consumer``), so OffsetCommit/OffsetFetch/DeleteGroups work for bo
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.assignors import ASSIGNORS, DEFAULT_ASSIGNOR
+from mockbroker.state.ids import uuid4_bytes
 
 LEAVE, STATIC_LEAVE = -1, -2
 TopicParts = dict[str, set[int]]
@@ -165,7 +165,7 @@ class ConsumerGroupLogic:
         if not member_id:
             if not generate_id:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
-            member_id = uuid.uuid4().hex[:22]
+            member_id = uuid4_bytes().hex()[:22]
         if rebalance_timeout_ms == -1:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
         if subscribed is None and regex is None:

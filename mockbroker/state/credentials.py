@@ -16,8 +16,6 @@ deleting a credential that does not exist RESOURCE_NOT_FOUND.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -43,6 +41,9 @@ class ScramCredential:
 
     @classmethod
     def from_salted_password(cls, hash_name: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
+        import hashlib  # hashlib and hmac load with the first SASL user, not at every broker start
+        import hmac
+
         client_key = hmac.new(salted, b"Client Key", hash_name).digest()
         stored_key = hashlib.new(hash_name, client_key).digest()
         server_key = hmac.new(salted, b"Server Key", hash_name).digest()
@@ -51,6 +52,8 @@ class ScramCredential:
     @classmethod
     def from_password(cls, hash_name: str, password: str, iterations: int = DEFAULT_ITERATIONS,
                       salt: bytes | None = None) -> ScramCredential:
+        import hashlib
+
         salt = salt if salt is not None else os.urandom(32)
         salted = hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
         return cls.from_salted_password(hash_name, salt, salted, iterations)
@@ -91,6 +94,8 @@ class CredentialStore:
         return sorted(set(self._plain) | set(self._scram))
 
     def check_plain(self, name: str, password: str) -> bool:
+        import hmac
+
         expected = self._plain.get(name)
         return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
 

@@ -9,7 +9,6 @@ the clock's time, so tests can drive rebalances and session expiry with a manual
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.consumer_groups import ConsumerGroupLogic, ConsumerGroupState, HeartbeatResult
 from mockbroker.state.group_offsets import COMPLETING, GroupOffsets
+from mockbroker.state.ids import uuid4_text
 
 log = logging.getLogger("mockbroker.state")
 EMPTY, PREPARING, STABLE = "Empty", "PreparingRebalance", "Stable"
@@ -119,7 +119,7 @@ class GroupCoordinator(GroupOffsets):
                 self._replace_static(group, holder, client_id, protocols, reply)
                 return
         if not member_id:
-            member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+            member_id = f"{client_id or 'member'}-{uuid4_text()}"
             if require_known and instance_id is None:  # JoinGroup v4+: come back with the id given
                 group.pending_ids.add(member_id)
                 reply(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
@@ -173,7 +173,7 @@ class GroupCoordinator(GroupOffsets):
         if holder.sync_reply is not None:
             holder.sync_reply(ErrorCode.FENCED_INSTANCE_ID, b"")
         holder.join_reply = holder.sync_reply = None
-        new = f"{client_id or 'member'}-{uuid.uuid4()}"
+        new = f"{client_id or 'member'}-{uuid4_text()}"
         del group.members[old]
         holder.member_id = new
         group.members[new] = holder

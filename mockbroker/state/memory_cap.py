@@ -33,7 +33,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
@@ -61,7 +60,8 @@ def machine_memory_bytes() -> int:
         total = 8 * 1024**3
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
-            text = Path(path).read_text().strip()
+            with open(path) as file:
+                text = file.read().strip()
         except OSError:
             continue
         if text.isdigit() and 0 < int(text) < total:
