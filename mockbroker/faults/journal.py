@@ -25,8 +25,9 @@ class JournalEntry:
     tuples and built on access) so ten thousand entries add ten thousand objects, not sixty thousand, to
     what Python's cycle collector walks: its full passes are the broker's longest pauses."""
 
-    __slots__ = ("_about", "_errors", "_faults", "api", "api_key", "broker", "client_id", "client_software",
-                 "connection", "correlation_id", "latency_ms", "outcome", "seq", "throttle_ms", "time_ms", "version")
+    __slots__ = ("_about", "_errors", "_faults", "_latency_ms", "api", "api_key", "broker", "client_id",
+                 "client_software", "connection", "correlation_id", "outcome", "seq", "throttle_ms", "time_ms",
+                 "version")
 
     def __init__(self, seq: int, time_ms: int, broker: int, connection: str, client_id: str | None,
                  client_software: str | None, api: str, api_key: int, version: int, correlation_id: int,
@@ -42,13 +43,22 @@ class JournalEntry:
         self.api_key = api_key
         self.version = version
         self.correlation_id = correlation_id
-        self.latency_ms = latency_ms
-        # ``about`` may come already frozen (Facts.frozen(), the hot path) or as a plain dict
+        self._latency_ms = latency_ms
+        # ``about`` may come already frozen (Facts.frozen(), or a Produce's raw form: see _thaw) or as a dict
         self._about = about if isinstance(about, tuple) else _freeze(about or {})
-        self._errors = errors if type(errors) is tuple else tuple(errors)
+        self._errors = errors if type(errors) is tuple else tuple(errors)  # names, or codes from finish()
         self._faults = faults if type(faults) is tuple else tuple(faults)
         self.outcome = outcome  # answered, no response (acks=0), closed, pending
         self.throttle_ms = throttle_ms  # how long the connection was muted / the answer held after this request
+
+    @property
+    def latency_ms(self) -> float:
+        """Milliseconds from decoding the request to its answer (rounded to the microsecond when read)."""
+        return round(self._latency_ms, 3)
+
+    @latency_ms.setter
+    def latency_ms(self, value: float) -> None:
+        self._latency_ms = value
 
     @property
     def about(self) -> dict[str, Any]:
@@ -57,7 +67,8 @@ class JournalEntry:
 
     @property
     def errors(self) -> list[str]:
-        return list(self._errors)
+        """The answer's error names (finish() keeps the codes; they are named when read)."""
+        return [error_name(e) if isinstance(e, int) else e for e in self._errors]
 
     @property
     def faults(self) -> list[int]:
@@ -94,8 +105,28 @@ def _thaw(value: Any) -> Any:
         kind, items = value
         if kind == "d":
             return {k: _thaw(v) for k, v in items}
+        if kind == PRODUCE_ABOUT:
+            return _thaw_produce(items)
         return [_thaw(v) for v in items]
     return value
+
+
+PRODUCE_ABOUT = "p"  # ("p", (((topic, (partition, ...)), ...), transactional id)): see facts.journal_about
+
+
+def _thaw_produce(items: tuple[Any, ...]) -> dict[str, Any]:
+    """A Produce's facts as taken on the hot path (topic and partition pairs as they came), in the
+    summary form every other request's facts have (Facts.summary)."""
+    pairs, transactional_id = items
+    topics: dict[str, set[int]] = {}
+    for name, partitions in pairs:
+        topics.setdefault(name, set()).update(partitions)
+    out: dict[str, Any] = {}
+    if topics:
+        out["topics"] = {t: sorted(p) for t, p in sorted(topics.items())}
+    if transactional_id:
+        out["transactional_id"] = transactional_id
+    return out
 
 
 class Journal:
@@ -120,11 +151,11 @@ class Journal:
     @staticmethod
     def finish(entry: JournalEntry, latency_ms: float, outcome: str, codes: Iterable[int] = (),
                throttle_ms: int = 0) -> None:
-        entry.latency_ms = round(latency_ms, 3)
+        entry._latency_ms = latency_ms
         entry.outcome = outcome
         entry.throttle_ms = throttle_ms
         if codes:
-            entry._errors = tuple(error_name(c) for c in codes)
+            entry._errors = tuple(codes)  # named when read (JournalEntry.errors)
 
     def entries(self, api: str | int | None = None, client_id: str | None = None, broker: int | None = None,
                 since_seq: int = 0, errors_only: bool = False) -> list[JournalEntry]:
@@ -138,7 +169,7 @@ class Journal:
                 continue
             if client_id is not None and e.client_id != client_id:
                 continue
-            if errors_only and not e.errors:
+            if errors_only and not e._errors:
                 continue
             out.append(e)
         return out

@@ -1,12 +1,12 @@
 """What a request is about: the fast paths for Produce and Fetch say exactly what the generic walk says,
-and the journal's frozen form reads back as the summary."""
+and the journal's frozen forms (Produce's raw pairs included) read back as the summary."""
 
 from __future__ import annotations
 
 import pytest
 
 from mockbroker.faults import facts as facts_module
-from mockbroker.faults.journal import JournalEntry
+from mockbroker.faults.journal import Journal, JournalEntry
 from mockbroker.protocol import api
 
 KNOWN_ID = b"\x01" * 16
@@ -52,6 +52,27 @@ def test_frozen_facts_read_back_as_the_summary() -> None:
     assert entry.about == found.summary() == {"topics": {"a": [], "b": [1, 3]}, "groups": ["g1", "g2"],
                                               "transactional_id": "tx"}
     assert JournalEntry(2, 0, 0, "c", None, None, "Fetch", 1, 9, 1, about=found.summary()).about == entry.about
+
+
+def test_the_journal_form_of_every_request_reads_back_as_the_generic_summary() -> None:
+    for api_key, make, versions in ((0, _produce, (3, 9, 12, 13)), (1, _fetch, (4, 13))):
+        for version in versions:
+            body = make(version)  # type: ignore[operator]
+            about = facts_module.journal_about(api_key, body, TOPICS_BY_ID)
+            entry = JournalEntry(1, 0, 0, "c", None, None, "X", api_key, version, 1, about=about)
+            assert entry.about == facts_module.generic_facts(api_key, body, TOPICS_BY_ID).summary(), version
+    m = api.request_module(0)  # a topic named twice, partitions out of order and repeated
+    twice = m.ProduceRequest(acks=1, timeout_ms=1, topic_data=[
+        m.TopicProduceData(name="t", partition_data=[m.PartitionProduceData(index=i) for i in (3, 1)]),
+        m.TopicProduceData(name="t", partition_data=[m.PartitionProduceData(index=i) for i in (1, 0)])])
+    entry = JournalEntry(1, 0, 0, "c", None, None, "Produce", 0, 9, 1, about=facts_module.journal_about(0, twice, {}))
+    assert entry.about == {"topics": {"t": [0, 1, 3]}}
+
+
+def test_journal_entries_name_error_codes_when_read() -> None:
+    entry = JournalEntry(1, 0, 0, "c", None, None, "Produce", 0, 9, 1)
+    Journal.finish(entry, 1.23456, "answered", [6, 87], 0)
+    assert entry.errors == ["NOT_LEADER_OR_FOLLOWER", "INVALID_RECORD"] and entry.latency_ms == 1.235
 
 
 def test_response_error_codes_match_the_generic_walk() -> None:
