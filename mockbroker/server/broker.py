@@ -8,6 +8,7 @@ SaslSession (mockbroker.server.sasl), those of an SSL listener run over asyncio'
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 from typing import TYPE_CHECKING, Any
@@ -64,8 +65,10 @@ class BrokerServer:
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
+        serve = functools.partial(dispatch, self)  # a C-level call per request, not a Python lambda frame
+
         def factory(spec: ListenerSpec) -> Connection:
-            conn = Connection(self.node_id, lambda c, f: dispatch(self, c, f), max_bytes, staging,
+            conn = Connection(self.node_id, serve, max_bytes, staging,
                               self.connections.discard, track, spec.name, spec.protocol)
             if spec.uses_sasl:
                 from mockbroker.server.sasl import SaslSession, enabled_mechanisms  # SASL listeners only
