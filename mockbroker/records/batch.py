@@ -39,13 +39,12 @@ _crc32c: Callable[[Buffer], int] | None = None
 
 
 def crc32c(data: Buffer) -> int:
-    """CRC-32C (the crc32c package, hardware where the CPU has it), imported on first use: its import
-    pulls in importlib.metadata, ~17 ms of a broker's ~100 ms start."""
+    """CRC-32C (the crc32c package, hardware where the CPU has it), loaded on first use (see records/crc.py)."""
     global _crc32c
     if _crc32c is None:
-        from crc32c import crc32c as hardware
+        from mockbroker.records.crc import load_crc32c
 
-        _crc32c = hardware
+        _crc32c = load_crc32c()
     return _crc32c(data)
 
 __all__ = [

@@ -1,12 +1,15 @@
-"""What `mockbroker serve` imports before it has answered its first Metadata request.
+"""What `mockbroker serve` imports before it has answered its first Metadata, and its first Produce.
 
 Process start to the first Metadata answer is a benchmark target (<= 150 ms); Python's and asyncio's
 own imports take most of it.  Libraries only some brokers need load on first use: the compression
 codecs (first compressed batch), hashlib/hmac (first SASL user), uuid (the broker makes its ids from
-os.urandom).  (pathlib is left out: setuptools' editable-install finder imports it at
-interpreter start in a development venv.)  This test runs the command's own ``main`` in a fresh interpreter, asks it for
-Metadata, stops it and reads the modules it had loaded by then (stopping adds none of these), and fails
-naming any of them that came back into the start path.
+os.urandom).  (pathlib is left out: setuptools' editable-install finder imports it at interpreter
+start in a development venv.)  The first Produce loads the crc32c package's extension module without
+the package's ``__init__``, which imports importlib.metadata (~15 ms the first produce waited for).
+
+Each test runs the command's own ``main`` in a fresh interpreter, sends its requests, stops it and
+reads the modules it had loaded by then (stopping adds none of these), and fails naming any of them
+that came back.
 """
 
 from __future__ import annotations
@@ -16,9 +19,15 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 
-LOADED_ON_FIRST_USE = ("cramjam", "lz4.frame", "zstandard", "hashlib", "hmac", "uuid",
-                       "mockbroker.server.sasl", "mockbroker.handlers.k00_produce")
+from mockbroker import records as rec
+from mockbroker.protocol import api
+from tests.broker.wire import produce_body
+
+NOT_FOR_METADATA = ("cramjam", "lz4.frame", "zstandard", "hashlib", "hmac", "uuid",
+                    "mockbroker.server.sasl", "mockbroker.handlers.k00_produce")
+NOT_FOR_PRODUCE = ("crc32c", "importlib.metadata", "cramjam", "lz4.frame", "zstandard", "hashlib", "uuid")
 
 
 def _metadata_v1_all_topics() -> bytes:
@@ -27,23 +36,42 @@ def _metadata_v1_all_topics() -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
-def test_serve_answers_metadata_without_loading_what_it_does_not_need() -> None:
+def _produce_one_record() -> bytes:
+    batch = rec.build_batch([(None, b"value", [], int(time.time() * 1000))])
+    return api.to_bytes(api.encode_request(0, 9, 8, produce_body(9, "t", 0, batch)))
+
+
+def _modules_after(*frames: bytes) -> set[str]:
+    """The modules a fresh `mockbroker serve --topic t:1` holds after answering ``frames`` in turn."""
     script = ("import atexit, sys; atexit.register(lambda: print(sorted(sys.modules), file=sys.stderr)); "
-              "from mockbroker.cli import main; sys.exit(main(['serve', '--port', '0', '--log-level', 'WARNING']))")
+              "from mockbroker.cli import main; "
+              "sys.exit(main(['serve', '--port', '0', '--log-level', 'WARNING', '--topic', 't:1']))")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline().strip()  # type: ignore[union-attr]
         assert line.startswith("bootstrap.servers="), line
         host, port = line.split("=", 1)[1].rsplit(":", 1)
         with socket.create_connection((host, int(port)), timeout=10) as sock:
-            sock.sendall(_metadata_v1_all_topics())
-            size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-            answer = sock.recv(size, socket.MSG_WAITALL)
-        assert struct.unpack_from(">i", answer)[0] == 7  # the correlation id: Metadata was answered
+            for frame in frames:
+                sock.sendall(frame)
+                size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+                answer = sock.recv(size, socket.MSG_WAITALL)
+                assert answer[:4] == frame[8:12]  # the correlation id: this request was answered
     finally:
         proc.terminate()
         _out, err = proc.communicate(timeout=30)
-    imported = set(ast.literal_eval(err.strip().splitlines()[-1]))
+    return set(ast.literal_eval(err.strip().splitlines()[-1]))
+
+
+def test_serve_answers_metadata_without_loading_what_it_does_not_need() -> None:
+    imported = _modules_after(_metadata_v1_all_topics())
     assert "mockbroker.handlers.k03_metadata" in imported  # the report covers the Metadata answer
-    early = [name for name in LOADED_ON_FIRST_USE if name in imported]
+    early = [name for name in NOT_FOR_METADATA if name in imported]
     assert not early, f"imported before the first Metadata answer (start time): {early}"
+
+
+def test_the_first_produce_loads_the_crc32c_extension_alone() -> None:
+    imported = _modules_after(_metadata_v1_all_topics(), _produce_one_record())
+    assert "mockbroker.handlers.k00_produce" in imported and "crc32c._crc32c" in imported
+    extra = [name for name in NOT_FOR_PRODUCE if name in imported]
+    assert not extra, f"imported by the first uncompressed Produce: {extra}"

@@ -1,0 +1,46 @@
+"""CRC-32C for record batches: the crc32c package's C function (hardware where the CPU has it).
+
+The package's ``__init__`` imports :mod:`importlib.metadata` to read its own version, ~15 ms of CPU
+that a broker paid at its first Produce (the first produce waited for it, and every benchmark load
+on a fresh broker counted it).  :func:`load_crc32c` loads the package's extension module directly;
+should the package's layout change, importing the package is the fallback.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+EXTENSION = "crc32c._crc32c"
+
+
+def _load_extension() -> Any:
+    spec = importlib.util.find_spec("crc32c")  # locates the package without running its __init__
+    folders = spec.submodule_search_locations if spec is not None else None
+    for folder in folders or ():
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_crc32c" + suffix)
+            if os.path.exists(path):
+                loader = importlib.machinery.ExtensionFileLoader(EXTENSION, path)
+                module = importlib.util.module_from_spec(importlib.util.spec_from_loader(EXTENSION, loader))
+                loader.exec_module(module)
+                sys.modules[EXTENSION] = module  # a later `import crc32c` reuses it
+                return module
+    return None
+
+
+def load_crc32c() -> Callable[[Any], int]:
+    """The crc32c package's ``crc32c(data) -> int``, loaded the cheap way when possible."""
+    module = sys.modules.get(EXTENSION) or sys.modules.get("crc32c")
+    if module is None:
+        try:
+            module = _load_extension()
+        except (ImportError, OSError, ValueError):
+            module = None
+    if module is None or not hasattr(module, "crc32c"):
+        import crc32c as module  # type: ignore[no-redef]
+    return module.crc32c  # type: ignore[no-any-return]
