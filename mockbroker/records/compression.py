@@ -58,10 +58,12 @@ class _ImportedOnFirstUse:
         self._name = name
         self._module: Any = None
 
-    def __getattr__(self, attr: str) -> Any:
+    def __getattr__(self, attr: str) -> Any:  # only for names not yet copied onto the instance
         if self._module is None:
             self._module = importlib.import_module(self._name)
-        return getattr(self._module, attr)
+        value = getattr(self._module, attr)
+        setattr(self, attr, value)  # the next lookup is a plain attribute read
+        return value
 
 
 cramjam: Any = _ImportedOnFirstUse("cramjam")
@@ -92,6 +94,8 @@ _STEP_OUTPUT = 1024 * 1024
 # 3-byte header and one byte expand to 128 KiB), so feeding input in slices bounds each step's
 # output to about _STEP_OUTPUT (and never far past the cap), whatever the frame claims.
 _ZSTD_MAX_RATIO = 32 * 1024
+_LZ4_MAX_RATIO = 256  # see _lz4_one_shot_bound
+_LZ4_SLACK = 64 * 1024
 _ZSTD_MIN_FEED = 128
 _ZSTD_MAX_WINDOW = 1 << 27
 
@@ -282,7 +286,30 @@ def _snappy_decompress(data: Buffer, max_size: int, where: int) -> bytes:
     return bytes(out)
 
 
+def _lz4_one_shot_bound(data: Buffer, max_size: int) -> int:
+    """How much ``data`` can decompress to when that is safely inside ``max_size``, else 0.
+
+    An LZ4 block expands at most about 255 times (one length byte per 255 bytes of match), so a frame
+    of n bytes yields under 256 * n + 64 KiB.  python-lz4's one-call decompress allocates the content
+    size a frame header declares (FLG bit 3), so that must be inside the bound too."""
+    n = len(data)
+    bound = n * _LZ4_MAX_RATIO + _LZ4_SLACK
+    if bound > max_size or n < 7:
+        return 0
+    if data[4] & 0x08:  # the frame declares its content size: 8 bytes, little-endian, after FLG and BD
+        if n < 14 or int.from_bytes(data[6:14], "little") > bound:
+            return 0
+    return bound
+
+
 def _lz4_decompress(data: Buffer, max_size: int, where: int) -> bytes:
+    if _lz4_one_shot_bound(data, max_size):  # a usual batch: one C call (~0.8 us, the loop below ~2.4)
+        try:
+            whole, used = lz4_frame.decompress(data, return_bytes_read=True)
+        except RuntimeError:
+            whole, used = None, 0  # the loop below names the problem as it always has
+        if whole is not None and used == len(data) and len(whole) <= max_size:
+            return whole  # type: ignore[no-any-return]
     out = _Output(max_size, "lz4", where)
     pending: Buffer = data
     try:

@@ -151,3 +151,23 @@ def test_none_codec_cap_and_names() -> None:
         decompress(NONE, b"abc", max_size=2)
     assert [codec_name(c) for c in range(6)] == ["none", "gzip", "snappy", "lz4", "zstd", "codec-5"]
     assert issubclass(DecompressionError, CodecError)
+
+
+def test_small_lz4_frames_take_the_one_call_path_with_the_same_answers() -> None:
+    from mockbroker.records.compression import _lz4_one_shot_bound
+
+    small = lz4.frame.compress(b"kafka " * 1000, store_size=True)
+    assert _lz4_one_shot_bound(small, 64 << 20) > 6000  # the usual batch takes the one-call path
+    assert _lz4_one_shot_bound(lz4.frame.compress(b"x", store_size=False), 64 << 20) > 0
+    assert decompress(LZ4, small) == b"kafka " * 1000
+    # a header declaring more than its bytes could ever expand to goes the capped, streaming way
+    lying = bytearray(small)
+    lying[6:14] = (1 << 40).to_bytes(8, "little")
+    assert _lz4_one_shot_bound(lying, 64 << 20) == 0
+    with pytest.raises(DecompressionError):
+        decompress(LZ4, bytes(lying))
+    # a frame whose 256x bound is past the cap goes the streaming way too, and stops at the cap
+    zeros = lz4.frame.compress(b"\0" * 300_000)
+    assert _lz4_one_shot_bound(zeros, 299_999) == 0
+    with pytest.raises(DecompressionError, match="cap"):
+        decompress(LZ4, zeros, max_size=299_999)
