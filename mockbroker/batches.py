@@ -22,6 +22,8 @@ from mockbroker.codec_errors import (
     UnsupportedCompressionError,
 )
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.records.batch import BatchHeader, crc32c_function
+from mockbroker.records.check import batch_envelope
 from mockbroker.state.log import StoredBatch
 
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
@@ -81,6 +83,12 @@ def validate_produce(data: memoryview | None, version: int, policy: Policy) -> l
     """Check one partition's records; return v2 batches ready to store (each one buffer), with their headers."""
     if data is None or len(data) == 0:
         raise BatchRejected(ErrorCode.INVALID_RECORD, "produce request carries no record batch for the partition")
+    if version >= 3 and batch_envelope is not None:
+        # the usual batch: everything checked before its records, in one C call (None: the path below
+        # runs and names the problem)
+        fields = batch_envelope(data, version, policy.max_message_bytes, crc32c_function())
+        if fields is not None:
+            return [_validate_v2(data, version, policy, BatchHeader(*fields))]
     entries = split_batches(data)
     if version >= 3:
         if len(entries) != 1:
@@ -104,13 +112,16 @@ def _legacy_to_v2(data: memoryview) -> list[memoryview]:
     return split_batches(memoryview(converted))
 
 
-def _validate_v2(batch: memoryview, version: int, policy: Policy) -> tuple[memoryview, Any]:
-    if len(batch) > policy.max_message_bytes:
-        raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
-                            f"batch of {len(batch)} bytes exceeds max.message.bytes {policy.max_message_bytes}")
-    header = _verified_header(batch)
-    if header.compression == 4 and version < 7:
-        raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7+, got v{version}")
+def _validate_v2(batch: memoryview, version: int, policy: Policy,
+                 header: BatchHeader | None = None) -> tuple[memoryview, Any]:
+    """Check one v2 batch; ``header`` is given when its envelope is already checked (batch_envelope)."""
+    if header is None:
+        if len(batch) > policy.max_message_bytes:
+            raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
+                                f"batch of {len(batch)} bytes exceeds max.message.bytes {policy.max_message_bytes}")
+        header = _verified_header(batch)
+        if header.compression == 4 and version < 7:
+            raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7+, got v{version}")
     if header.compression:
         data = _decompressed(batch, header.compression)
         start, path = 0, "decompressed records"

@@ -74,8 +74,8 @@ def _settings(ctx: Any, topic: Any) -> tuple[Policy, int]:
                   compacted=compacted), retention_bytes
 
 
-def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any) -> tuple[int, int]:
-    policy, retention_bytes = _settings(ctx, topic)
+def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any, settings: tuple[Policy, int]) -> tuple[int, int]:
+    policy, retention_bytes = settings
     batches = validate_produce(data, ctx.api_version, policy)
     append_time = policy.now_ms if policy.log_append_time else -1
     if len(batches) == 1:
@@ -114,13 +114,13 @@ def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryvie
     return stored.base_offset
 
 
-def _partition(ctx: Any, topic: Any, part: Any, acks: int) -> Any:
+def _partition(ctx: Any, topic: Any, part: Any, acks: int, settings: tuple[Policy, int]) -> Any:
     out = RESP.PartitionProduceResponse(index=part.index, base_offset=-1, log_append_time_ms=-1)
     try:
         if acks not in (0, 1, -1):
             raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1")
         log = ctx.cluster.leader_partition(topic.name, part.index, ctx.broker_id)
-        out.base_offset, out.log_append_time_ms = _append(ctx, topic, log, part.records)
+        out.base_offset, out.log_append_time_ms = _append(ctx, topic, log, part.records, settings)
         out.log_start_offset = log.log_start_offset
     except BatchRejected as exc:
         logger.warning("broker %s: produce to %s-%s from %s rejected with %s: %s", ctx.broker_id, topic.name,
@@ -175,7 +175,8 @@ def handle(ctx: Any, req: Any) -> Any:
         if ctx.api_version >= 13 and not authz.authorize(ctx, authz.WRITE, authz.TOPIC, topic.name):
             responses.append(_unknown_topic_response(td, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
-        parts = [_partition(ctx, topic, p, req.acks) for p in td.partition_data]
+        settings = _settings(ctx, topic)  # once per topic: every partition's batches meet the same policy
+        parts = [_partition(ctx, topic, p, req.acks, settings) for p in td.partition_data]
         leaders_named.update(p.current_leader.leader_id for p in parts if p.error_code == 6)
         responses.append(RESP.TopicProduceResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
         appended = appended or any(p.error_code == 0 for p in parts)

@@ -24,6 +24,7 @@ Behavior:
 from __future__ import annotations
 
 import logging
+import operator
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
@@ -36,6 +37,7 @@ from mockbroker.state.cluster import Topic
 RESP = api.response_module(3)
 log = logging.getLogger("mockbroker.handlers")
 NO_OPERATIONS = -(2**31)
+_LEADER_EPOCH = operator.attrgetter("leader_epoch")
 
 
 def _topic(topic: Topic, live: Any, live_key: tuple[int, ...]) -> Any:
@@ -51,7 +53,7 @@ def _topic(topic: Topic, live: Any, live_key: tuple[int, ...]) -> Any:
 
 def _partitions(topic: Topic, live: Any, live_key: tuple[int, ...]) -> EncodedList:
     parts = topic.partitions
-    key = (live_key, len(parts), sum([p.leader_epoch for p in parts]))
+    key = (live_key, len(parts), sum(map(_LEADER_EPOCH, parts)))  # map + attrgetter: the loop runs in C
     cached = topic.answer_cache.get("metadata")
     if cached is not None and cached[0] == key:
         return cached[1]  # type: ignore[no-any-return]

@@ -38,14 +38,19 @@ from mockbroker.records.record import Record, decode_records, encode_record
 _crc32c: Callable[[Buffer], int] | None = None
 
 
-def crc32c(data: Buffer) -> int:
-    """CRC-32C (the crc32c package, hardware where the CPU has it), loaded on first use (see records/crc.py)."""
+def crc32c_function() -> Callable[[Buffer], int]:
+    """The CRC-32C function (the crc32c package's, hardware where the CPU has it), loaded on first
+    use (see records/crc.py)."""
     global _crc32c
     if _crc32c is None:
         from mockbroker.records.crc import load_crc32c
 
         _crc32c = load_crc32c()
-    return _crc32c(data)
+    return _crc32c
+
+
+def crc32c(data: Buffer) -> int:
+    return (_crc32c or crc32c_function())(data)
 
 __all__ = [
     "HEADER_SIZE",

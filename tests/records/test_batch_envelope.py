@@ -1,0 +1,102 @@
+"""The C envelope check of a Produce v3+ batch (``_speedups.batch_envelope``) agrees with the Python path.
+
+``batch_envelope`` returns the header when every check made before the records passes, else None
+(the Python path then runs and names the problem).  Both directions matter: a header where Python
+would refuse would let a bad batch in; a None where Python would accept would only cost speed, but
+would mean the fast path silently stopped working.  And end to end: validate_produce answers the
+same (batches, or the same error code and message) with the C check on and off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mockbroker import batches as batches_module
+from mockbroker import records as rec
+from mockbroker.batches import BatchRejected, Policy, validate_produce
+from mockbroker.codec_errors import CodecError
+from mockbroker.records.batch import BatchHeader, crc32c_function
+
+speedups = pytest.importorskip("mockbroker.records._speedups",
+                               reason="C extension not built here (no C compiler or Python headers at install)")
+
+NOW = 1_760_000_000_000
+
+
+def python_envelope(batch: bytes, version: int, max_bytes: int) -> BatchHeader | None:
+    """The checks mockbroker.batches makes before the records, in Python."""
+    if len(batch) > max_bytes:
+        return None
+    try:
+        header = rec.verify_batch(batch)
+    except CodecError:
+        return None
+    if (header.compression == 4 and version < 7) or header.is_control or header.record_count <= 0:
+        return None
+    if header.last_offset_delta + 1 != header.record_count or (header.producer_id >= 0 and header.base_sequence < 0):
+        return None
+    return header
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> bytes:
+    count = draw(st.integers(1, 5))
+    producer = draw(st.sampled_from([(-1, -1, -1), (7, 0, 0), (7, 1, -1), (-1, -1, 5)]))
+    batch = bytearray(rec.build_batch(
+        [(None, draw(st.binary(max_size=30)), [], NOW + i) for i in range(count)],
+        compression=draw(st.sampled_from([rec.NONE, rec.GZIP, rec.LZ4, rec.ZSTD])),
+        producer_id=producer[0], producer_epoch=producer[1], base_sequence=producer[2],
+        transactional=draw(st.booleans()) and producer[0] >= 0, control=draw(st.integers(0, 9)) == 0))
+    for _ in range(draw(st.integers(0, 3))):  # damage, mostly in the header where the envelope looks
+        at = draw(st.integers(0, min(len(batch) - 1, 70)) | st.integers(0, len(batch) - 1))
+        batch[at] = draw(st.integers(0, 255))
+    if draw(st.booleans()):  # a CRC that matches whatever the damage left, so the checks after it run
+        batch[17:21] = crc32c_function()(bytes(batch[21:])).to_bytes(4, "big")
+    cut = draw(st.integers(-3, 3))
+    return bytes(batch[:cut] if cut < 0 else batch + b"\0" * cut)
+
+
+@settings(max_examples=400, deadline=None)
+@given(batches(), st.sampled_from([3, 6, 7, 9, 13]), st.integers(60, 400))
+def test_the_envelope_agrees_with_python_both_ways(batch: bytes, version: int, max_bytes: int) -> None:
+    fields = speedups.batch_envelope(batch, version, max_bytes, crc32c_function())
+    expected = python_envelope(batch, version, max_bytes)
+    if expected is None:
+        assert fields is None
+    else:
+        assert fields is not None and BatchHeader(*fields) == expected
+
+
+def _outcome(batch: bytes, version: int, policy: Policy) -> Any:
+    try:
+        return [(bytes(b), h) for b, h in validate_produce(memoryview(batch), version, policy)]
+    except BatchRejected as exc:
+        return exc.code, exc.message, [(e.batch_index, e.message) for e in exc.record_errors]
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches(), st.sampled_from([3, 7, 9]), st.integers(60, 400), st.booleans())
+def test_validate_produce_answers_the_same_with_and_without_it(batch: bytes, version: int, max_bytes: int,
+                                                               compacted: bool) -> None:
+    policy = Policy(max_message_bytes=max_bytes, compression="producer", log_append_time=False,
+                    before_max_ms=10_000, after_max_ms=10_000, now_ms=NOW, compacted=compacted)
+    with_c = _outcome(batch, version, policy)
+    saved = batches_module.batch_envelope
+    batches_module.batch_envelope = None
+    try:
+        without = _outcome(batch, version, policy)
+    finally:
+        batches_module.batch_envelope = saved
+    assert with_c == without
+
+
+def test_a_clean_batch_takes_the_fast_path() -> None:
+    batch = rec.build_batch([(None, b"v", [], NOW)], compression=rec.LZ4, producer_id=3, producer_epoch=0,
+                            base_sequence=0)
+    fields = speedups.batch_envelope(batch, 9, 1 << 20, crc32c_function())
+    assert fields is not None and BatchHeader(*fields) == rec.verify_batch(batch)
+    assert speedups.batch_envelope(batch, 9, len(batch) - 1, crc32c_function()) is None  # max.message.bytes
