@@ -66,10 +66,10 @@ class BrokerServer:
             task.add_done_callback(self.tasks.discard)
 
         serve = functools.partial(dispatch, self)  # a C-level call per request, not a Python lambda frame
+        forget = self.connections.discard  # one bound method for every connection
 
         def factory(spec: ListenerSpec) -> Connection:
-            conn = Connection(self.node_id, serve, max_bytes, staging,
-                              self.connections.discard, track, spec.name, spec.protocol)
+            conn = Connection(self.node_id, serve, max_bytes, staging, forget, track, spec.name, spec.protocol)
             if spec.uses_sasl:
                 from mockbroker.server.sasl import SaslSession, enabled_mechanisms  # SASL listeners only
 
