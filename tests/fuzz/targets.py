@@ -40,6 +40,7 @@ from mockbroker.records import batch as batch_mod
 from mockbroker.records import check as check_mod
 from mockbroker.records.compression import compress, decompress
 from mockbroker.server.connection import LARGE_FRAME, STAGING_BYTES, CloseConnection, Connection
+from tests.records.helpers import python_envelope
 
 FRAME_LIMITS = (0, 1, 8, 100, 4096, LARGE_FRAME - 1, LARGE_FRAME, LARGE_FRAME + 1, 200_000, 1 << 20, 3 << 20)
 CAPS = (0, 1, 64, 4096, 65536, 1 << 20, 16 << 20, records.DEFAULT_MAX_SIZE)
@@ -342,8 +343,21 @@ def _check_pair(view: memoryview, pos: int, end: int, count: int, base_ts: int, 
         pass
 
 
+def _envelope_pair(buf: bytes) -> None:
+    """The C envelope check of a Produce batch (where built) answers as its Python reference."""
+    if check_mod.batch_envelope is None:
+        return
+    for version, max_bytes in ((3, 1 << 20), (9, len(buf)), (9, len(buf) - 1)):
+        fields = check_mod.batch_envelope(buf, version, max_bytes, batch_mod.crc32c_function())
+        expected = python_envelope(buf, version, max_bytes)
+        header = None if fields is None else batch_mod.BatchHeader(*fields)
+        if header != expected:
+            raise Finding(f"C batch_envelope says {fields}, the Python checks {expected} (v{version}, max {max_bytes})")
+
+
 def _v2(buf: bytes) -> None:
     view = memoryview(buf)
+    _envelope_pair(buf)
     try:
         list(records.iter_batches(view, allow_partial_tail=True))
         records.records_summary(view, allow_partial_tail=True)

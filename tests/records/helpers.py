@@ -1,4 +1,5 @@
-"""Shared helpers for the records tests: CRC fix-ups and sample data."""
+"""Shared helpers for the records tests (and the fuzz targets): CRC fix-ups, sample data, and the
+Python reference of the C envelope check."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import zlib
 
 from crc32c import crc32c
 
+from mockbroker import records as rec
+from mockbroker.codec_errors import CodecError
 from mockbroker.records import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from mockbroker.records.batch import BatchHeader
 
 ALL_CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 CODEC_IDS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -34,3 +38,19 @@ def compressible(i: int) -> bytes:
 
 
 SAMPLE_HEADERS = [("trace", b"abc"), ("empty", b""), ("null", None), ("ünï", b"\x00\xff")]
+
+
+def python_envelope(batch: bytes, version: int, max_bytes: int) -> BatchHeader | None:
+    """The checks mockbroker.batches makes on a Produce v3+ batch before its records, in Python: what
+    ``_speedups.batch_envelope`` must answer (its header, or None)."""
+    if len(batch) > max_bytes:
+        return None
+    try:
+        header = rec.verify_batch(batch)
+    except CodecError:
+        return None
+    if (header.compression == 4 and version < 7) or header.is_control or header.record_count <= 0:
+        return None
+    if header.last_offset_delta + 1 != header.record_count or (header.producer_id >= 0 and header.base_sequence < 0):
+        return None
+    return header

@@ -18,28 +18,13 @@ from hypothesis import strategies as st
 from mockbroker import batches as batches_module
 from mockbroker import records as rec
 from mockbroker.batches import BatchRejected, Policy, validate_produce
-from mockbroker.codec_errors import CodecError
 from mockbroker.records.batch import BatchHeader, crc32c_function
+from tests.records.helpers import python_envelope
 
 speedups = pytest.importorskip("mockbroker.records._speedups",
                                reason="C extension not built here (no C compiler or Python headers at install)")
 
 NOW = 1_760_000_000_000
-
-
-def python_envelope(batch: bytes, version: int, max_bytes: int) -> BatchHeader | None:
-    """The checks mockbroker.batches makes before the records, in Python."""
-    if len(batch) > max_bytes:
-        return None
-    try:
-        header = rec.verify_batch(batch)
-    except CodecError:
-        return None
-    if (header.compression == 4 and version < 7) or header.is_control or header.record_count <= 0:
-        return None
-    if header.last_offset_delta + 1 != header.record_count or (header.producer_id >= 0 and header.base_sequence < 0):
-        return None
-    return header
 
 
 @st.composite
