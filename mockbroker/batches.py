@@ -86,7 +86,10 @@ def validate_produce(data: memoryview | None, version: int, policy: Policy) -> l
     if version >= 3 and batch_envelope is not None:
         # the usual batch: everything checked before its records, in one C call (None: the path below
         # runs and names the problem)
-        fields = batch_envelope(data, version, policy.max_message_bytes, crc32c_function())
+        try:
+            fields = batch_envelope(data, version, policy.max_message_bytes, crc32c_function())
+        except (TypeError, ValueError, OverflowError):  # e.g. a max.message.bytes past 64 bits
+            fields = None
         if fields is not None:
             return [_validate_v2(data, version, policy, BatchHeader(*fields))]
     entries = split_batches(data)

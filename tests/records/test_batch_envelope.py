@@ -85,3 +85,10 @@ def test_a_clean_batch_takes_the_fast_path() -> None:
     fields = speedups.batch_envelope(batch, 9, 1 << 20, crc32c_function())
     assert fields is not None and BatchHeader(*fields) == rec.verify_batch(batch)
     assert speedups.batch_envelope(batch, 9, len(batch) - 1, crc32c_function()) is None  # max.message.bytes
+
+
+def test_settings_the_c_check_cannot_take_fall_back_to_python() -> None:
+    batch = memoryview(rec.build_batch([(None, b"v", [], NOW)]))
+    policy = Policy(max_message_bytes=1 << 70, compression="producer", log_append_time=False,
+                    before_max_ms=1 << 50, after_max_ms=1 << 50, now_ms=NOW)  # past 64 bits: OverflowError in C
+    assert [h.record_count for _b, h in validate_produce(batch, 9, policy)] == [1]
