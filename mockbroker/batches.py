@@ -58,6 +58,9 @@ class Policy:
     after_max_ms: int
     now_ms: int
     compacted: bool = False
+    # mock.produce.validation: True (strict, Kafka's checks) or False (envelope: no CRC, no
+    # decompression, no per-record checks; the batch is stored as the producer sent it)
+    check_records: bool = True
 
 
 def split_batches(data: memoryview) -> list[memoryview]:
@@ -87,7 +90,8 @@ def validate_produce(data: memoryview | None, version: int, policy: Policy) -> l
         # the usual batch: everything checked before its records, in one C call (None: the path below
         # runs and names the problem)
         try:
-            fields = batch_envelope(data, version, policy.max_message_bytes, crc32c_function())
+            fields = batch_envelope(data, version, policy.max_message_bytes,
+                                    crc32c_function() if policy.check_records else None)
         except (TypeError, ValueError, OverflowError):  # e.g. a max.message.bytes past 64 bits
             fields = None
         if fields is not None:
@@ -122,22 +126,10 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy,
         if len(batch) > policy.max_message_bytes:
             raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
                                 f"batch of {len(batch)} bytes exceeds max.message.bytes {policy.max_message_bytes}")
-        header = _verified_header(batch)
+        header = _verified_header(batch, policy.check_records)
         if header.compression == 4 and version < 7:
             raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7+, got v{version}")
-    if header.compression:
-        data = _decompressed(batch, header.compression)
-        start, path = 0, "decompressed records"
-    else:
-        data, start, path = batch, rec.HEADER_SIZE, "records"
-    lo = hi = None
-    if not policy.log_append_time:
-        lo, hi = policy.now_ms - policy.before_max_ms, policy.now_ms + policy.after_max_ms
-    try:
-        problems = rec.check_records(data, start, len(data), header.record_count, header.base_timestamp,
-                                     lo, hi, policy.compacted, path)
-    except CodecError as exc:  # Kafka: InvalidRecordException ("Found invalid record structure", ...)
-        raise BatchRejected(ErrorCode.INVALID_RECORD, f"invalid record structure: {exc}") from None
+    problems = _record_problems(batch, header, policy) if policy.check_records else []
     if header.is_control:
         raise BatchRejected(ErrorCode.INVALID_RECORD, "clients are not allowed to write control records")
     if header.record_count == 0 or header.last_offset_delta + 1 != header.record_count:
@@ -154,7 +146,10 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy,
     if target == header.compression and not policy.log_append_time:
         return batch, header
     if target != header.compression:
-        _, records = rec.decode_batch(batch)
+        try:
+            _, records = rec.decode_batch(batch, check_crc=policy.check_records)
+        except CodecError as exc:  # only unchecked batches (mock.produce.validation=envelope) get here
+            raise BatchRejected(ErrorCode.INVALID_RECORD, f"invalid record structure: {exc}") from None
         batch = memoryview(rec.build_batch(
             records,
             compression=target,
@@ -171,10 +166,27 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy,
     return batch, rec.parse_batch_header(batch)
 
 
-def _verified_header(batch: memoryview) -> Any:
+def _record_problems(batch: memoryview, header: BatchHeader, policy: Policy) -> list[tuple[int, str]]:
+    """Kafka's per-record checks (LogValidator), decompressing first: [(record index, problem)]."""
+    if header.compression:
+        data = _decompressed(batch, header.compression)
+        start, path = 0, "decompressed records"
+    else:
+        data, start, path = batch, rec.HEADER_SIZE, "records"
+    lo = hi = None
+    if not policy.log_append_time:
+        lo, hi = policy.now_ms - policy.before_max_ms, policy.now_ms + policy.after_max_ms
+    try:
+        return rec.check_records(data, start, len(data), header.record_count, header.base_timestamp,  # type: ignore[no-any-return]
+                                 lo, hi, policy.compacted, path)
+    except CodecError as exc:  # Kafka: InvalidRecordException ("Found invalid record structure", ...)
+        raise BatchRejected(ErrorCode.INVALID_RECORD, f"invalid record structure: {exc}") from None
+
+
+def _verified_header(batch: memoryview, check_crc: bool = True) -> Any:
     """The batch header once its size and CRC check out (Kafka's RecordBatch.ensureValid)."""
     try:
-        return rec.verify_batch(batch)
+        return rec.verify_batch(batch, check_crc=check_crc)
     except CorruptRecordError as exc:  # sizes, CRC
         raise BatchRejected(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     except UnsupportedCompressionError as exc:  # codec ids 5-7: Kafka's CompressionType.forId throws

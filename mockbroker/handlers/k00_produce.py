@@ -67,11 +67,12 @@ def _settings(ctx: Any, topic: Any) -> tuple[Policy, int]:
         cached = topic.answer_cache["produce policy"] = (cfg.generation, (
             cfg["max.message.bytes"], cfg["compression.type"], cfg["message.timestamp.type"] == "LogAppendTime",
             cfg["message.timestamp.before.max.ms"], cfg["message.timestamp.after.max.ms"],
-            "compact" in cfg["cleanup.policy"], int(cfg["retention.bytes"]) if deletes else -1))
-    max_bytes, compression, log_append, before, after, compacted, retention_bytes = cached[1]
+            "compact" in cfg["cleanup.policy"], int(cfg["retention.bytes"]) if deletes else -1,
+            ctx.cluster.config["mock.produce.validation"] != "envelope"))  # the generation counts broker changes
+    max_bytes, compression, log_append, before, after, compacted, retention_bytes, strict = cached[1]
     return Policy(max_message_bytes=max_bytes, compression=compression, log_append_time=log_append,
                   before_max_ms=before, after_max_ms=after, now_ms=ctx.cluster.clock.now_ms(),
-                  compacted=compacted), retention_bytes
+                  compacted=compacted, check_records=strict), retention_bytes
 
 
 def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any, settings: tuple[Policy, int]) -> tuple[int, int]:

@@ -16,7 +16,7 @@
    The header fields of the one v2 batch filling ``buffer`` (in BatchHeader's order) when every check
    mockbroker.batches makes before looking at the records passes: size within max.message.bytes,
    magic 2, batchLength matching the buffer, CRC-32C (``crc32c`` is called on the bytes after the CRC
-   field), codec id 0-4 (zstd from Produce v7), not a control batch, record count = last offset
+   field; None skips the CRC, for mock.produce.validation=envelope), codec id 0-4 (zstd from Produce v7), not a control batch, record count = last offset
    delta + 1 > 0, a base sequence when there is a producer id.  None for anything else, and the
    caller then takes the Python path, which names the problem.  tests/records/test_speedups.py holds
    the tuple equal to the Python header wherever it is not None.
@@ -160,6 +160,8 @@ static PyObject *batch_envelope(PyObject *self, PyObject *args) {
     if (producer_id >= 0 && base_sequence < 0)
         goto no;
     uint32_t stored_crc = (uint32_t)be32(b + 17);
+    if (crc_function == Py_None)
+        goto header;
     PyObject *tail = PyMemoryView_FromMemory((char *)b + 21, n - 21, PyBUF_READ);
     if (tail == NULL)
         goto done;
@@ -173,6 +175,7 @@ static PyObject *batch_envelope(PyObject *self, PyObject *args) {
         goto done;
     if (crc != stored_crc)
         goto no;
+header:
     result = Py_BuildValue("(LiiiIiiLLLiii)", (long long)be64(b), (int)batch_length, (int)be32(b + 12), 2,
                            (unsigned int)stored_crc, (int)attributes, (int)last_offset_delta,
                            (long long)be64(b + 27), (long long)be64(b + 35), (long long)producer_id,

@@ -46,6 +46,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "mock.transaction.marker.delay.ms": (0, int),
     # mock only: how many requests the journal keeps (0 turns it off)
     "mock.journal.max.entries": (10000, int),
+    # mock only: "strict" checks produced batches as Kafka does; "envelope" skips the CRC, the
+    # decompression and the per-record checks (mockbroker.batches), for speed over strictness
+    "mock.produce.validation": ("strict", str),
     "max.incremental.fetch.session.cache.slots": (1000, int),
     # Kafka: 604800000 (7 days). The mock keeps data unless retention is asked for, so records
     # produced with fixed old timestamps (test fixtures) do not vanish at the first retention check
@@ -96,6 +99,7 @@ TOPIC_TO_BROKER = {
 
 COMPRESSION_TYPES = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+PRODUCE_VALIDATION = ("strict", "envelope")
 
 
 def _convert(name: str, value: Any, kind: type) -> Any:
@@ -119,6 +123,8 @@ def _check(name: str, value: Any) -> None:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid compression.type {value!r}")
     if name.endswith("timestamp.type") and value not in TIMESTAMP_TYPES:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}")
+    if name == "mock.produce.validation" and value not in PRODUCE_VALIDATION:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}: one of {', '.join(PRODUCE_VALIDATION)}")
     if name in ("quota.window.num", "quota.window.size.seconds") and value < 1:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} must be at least 1, got {value}")
 

@@ -200,6 +200,8 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "mock.transaction.marker.delay.ms": _b(INT, "0", "Mock: how long a transaction stays Prepare* before its "
                                            "markers are written.", True),
     "mock.journal.max.entries": _b(INT, "10000", "Mock: requests the journal keeps (0: off)."),
+    "mock.produce.validation": _b(STRING, "strict", "Mock: strict (Kafka's checks of produced batches) or envelope "
+                                  "(no CRC, decompression or per-record checks).", True),
     "mock.log.max.total.bytes": _b(LONG, None, "Mock: memory cap on all stored record batches; produce beyond "
                                    "it gets KAFKA_STORAGE_ERROR (-1: none; default: half the memory).", True),
 }

@@ -46,10 +46,10 @@ def batches(draw: st.DrawFn) -> bytes:
 
 
 @settings(max_examples=400, deadline=None)
-@given(batches(), st.sampled_from([3, 6, 7, 9, 13]), st.integers(60, 400))
-def test_the_envelope_agrees_with_python_both_ways(batch: bytes, version: int, max_bytes: int) -> None:
-    fields = speedups.batch_envelope(batch, version, max_bytes, crc32c_function())
-    expected = python_envelope(batch, version, max_bytes)
+@given(batches(), st.sampled_from([3, 6, 7, 9, 13]), st.integers(60, 400), st.booleans())
+def test_the_envelope_agrees_with_python_both_ways(batch: bytes, version: int, max_bytes: int, crc: bool) -> None:
+    fields = speedups.batch_envelope(batch, version, max_bytes, crc32c_function() if crc else None)
+    expected = python_envelope(batch, version, max_bytes, check_crc=crc)
     if expected is None:
         assert fields is None
     else:
@@ -64,11 +64,12 @@ def _outcome(batch: bytes, version: int, policy: Policy) -> Any:
 
 
 @settings(max_examples=300, deadline=None)
-@given(batches(), st.sampled_from([3, 7, 9]), st.integers(60, 400), st.booleans())
+@given(batches(), st.sampled_from([3, 7, 9]), st.integers(60, 400), st.booleans(), st.booleans())
 def test_validate_produce_answers_the_same_with_and_without_it(batch: bytes, version: int, max_bytes: int,
-                                                               compacted: bool) -> None:
+                                                               compacted: bool, strict: bool) -> None:
     policy = Policy(max_message_bytes=max_bytes, compression="producer", log_append_time=False,
-                    before_max_ms=10_000, after_max_ms=10_000, now_ms=NOW, compacted=compacted)
+                    before_max_ms=10_000, after_max_ms=10_000, now_ms=NOW, compacted=compacted,
+                    check_records=strict)  # strict: mock.produce.validation=strict; else envelope
     with_c = _outcome(batch, version, policy)
     saved = batches_module.batch_envelope
     batches_module.batch_envelope = None
