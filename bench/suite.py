@@ -148,7 +148,8 @@ def round_loads(scale: Scale, i: int) -> list[Load]:
 
 def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: int, rec: Recorder) -> None:
     """All brokers run at once (idle ones cost nothing) and take each load in turn, repetition by
-    repetition, so a slow spell on the machine hits every broker alike.  Memory and start time are
+    repetition (each repetition starting with the next broker), so a slow spell on the machine hits
+    every broker alike.  Memory and start time are
     measured afterwards on fresh processes."""
     running: dict[str, Peer] = {}
     starts = dict(chosen)
@@ -161,8 +162,12 @@ def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: 
                 print(f"{name}: not measured ({rec.failures[name]})", file=sys.stderr)
         for i in range(repeat):
             print(f"repetition {i + 1} of {repeat} ...", file=sys.stderr, flush=True)
+            # each repetition starts with the next broker: whatever the load before leaves behind (a
+            # peer still busy, the page cache) falls on every broker in turn, not always on the first
+            order = list(running.items())
+            order = order[i % len(order):] + order[:i % len(order)] if order else order
             for what, keys, cpu_key, load in round_loads(scale, i):
-                for name, peer in running.items():
+                for name, peer in order:
                     if not _measures(name, keys[0]):
                         continue
                     timed = _with_cpu(rec, name, cpu_key, load)
