@@ -50,6 +50,7 @@ def crc32c_function() -> Callable[[Buffer], int]:
 
 
 def crc32c(data: Buffer) -> int:
+    """CRC-32C of ``data``."""
     return (_crc32c or crc32c_function())(data)
 
 __all__ = [

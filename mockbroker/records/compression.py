@@ -49,7 +49,6 @@ __all__ = [
 ]
 
 
-
 class _ImportedOnFirstUse:
     """A codec library imported when first used: cramjam, lz4 and zstandard together cost several
     milliseconds of broker start, and many brokers never see a compressed batch."""
