@@ -74,7 +74,8 @@ BROKERS: tuple[tuple[str, Callable[[], Peer]], ...] = (
     ("mockbroker (envelope checks)", lambda: start_mockbroker("mock.produce.validation=envelope")),
     *PEERS[1:],
 )
-PURE_ROWS = {r.key for r in ROWS if r.throughput} | {"lat_p50", "lat_p99"} | {r.key for r in CPU_ROWS}
+# the rows mockbroker's variants (pure Python, envelope checks) are measured on
+VARIANT_ROWS = {r.key for r in ROWS if r.throughput} | {"lat_p50", "lat_p99"} | {r.key for r in CPU_ROWS}
 
 
 @dataclass(frozen=True)
@@ -149,8 +150,7 @@ def round_loads(scale: Scale, i: int) -> list[Load]:
 def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: int, rec: Recorder) -> None:
     """All brokers run at once (idle ones cost nothing) and take each load in turn, repetition by
     repetition (each repetition starting with the next broker), so a slow spell on the machine hits
-    every broker alike.  Memory and start time are
-    measured afterwards on fresh processes."""
+    every broker alike.  Memory and start time are measured afterwards on fresh processes."""
     running: dict[str, Peer] = {}
     starts = dict(chosen)
     try:
@@ -165,7 +165,8 @@ def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: 
             # each repetition starts with the next broker: whatever the load before leaves behind (a
             # peer still busy, the page cache) falls on every broker in turn, not always on the first
             order = list(running.items())
-            order = order[i % len(order):] + order[:i % len(order)] if order else order
+            shift = i % max(len(order), 1)
+            order = order[shift:] + order[:shift]
             for what, keys, cpu_key, load in round_loads(scale, i):
                 for name, peer in order:
                     if not _measures(name, keys[0]):
@@ -220,7 +221,7 @@ def _on_fresh(start: Callable[[], Peer], load: Callable[[Peer], Any]) -> Any:
 
 def _measures(broker: str, key: str) -> bool:
     """mockbroker's variants (pure Python, envelope checks) take the throughput, latency and CPU loads."""
-    return not broker.startswith("mockbroker (") or key in PURE_ROWS
+    return not broker.startswith("mockbroker (") or key in VARIANT_ROWS
 
 
 def _metadata(peer: Peer, scale: Scale) -> float:
