@@ -116,17 +116,14 @@ PRODUCE_ABOUT = "p"  # ("p", (((topic, (partition, ...)), ...), transactional id
 
 def _thaw_produce(items: tuple[Any, ...]) -> dict[str, Any]:
     """A Produce's facts as taken on the hot path (topic and partition pairs as they came), in the
-    summary form every other request's facts have (Facts.summary)."""
+    summary form every other request's facts have."""
+    from mockbroker.faults.facts import Facts  # facts imports this module; reading entries is not hot
+
     pairs, transactional_id = items
-    topics: dict[str, set[int]] = {}
+    facts = Facts(transactional_id=transactional_id)
     for name, partitions in pairs:
-        topics.setdefault(name, set()).update(partitions)
-    out: dict[str, Any] = {}
-    if topics:
-        out["topics"] = {t: sorted(p) for t, p in sorted(topics.items())}
-    if transactional_id:
-        out["transactional_id"] = transactional_id
-    return out
+        facts.topics.setdefault(name, set()).update(partitions)
+    return facts.summary()
 
 
 class Journal:
