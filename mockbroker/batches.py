@@ -234,6 +234,24 @@ def stored_batch(batch: memoryview, base_offset: int, leader_epoch: int, header:
     )
 
 
+def _unreadable(exc: CodecError) -> KafkaError:
+    """A stored batch that does not decode: only mock.produce.validation=envelope stores one. Kafka
+    answers a corrupt batch it reads with CORRUPT_MESSAGE for the partition."""
+    return KafkaError(ErrorCode.CORRUPT_MESSAGE, f"a stored batch does not decode (stored unchecked): {exc}")
+
+
+def decode_stored(stored: StoredBatch) -> tuple[BatchHeader, list[Any]]:
+    """A stored batch's header and records; KafkaError CORRUPT_MESSAGE when it does not decode."""
+    try:
+        return rec.decode_batch(memoryview(b"".join(stored.buffers)))  # type: ignore[no-any-return]
+    except CodecError as exc:
+        raise _unreadable(exc) from None
+
+
 def down_convert(buffers: list[Any], magic: int) -> bytes:
-    """Stored v2 batches as a v0/v1 message set for Fetch v0-3 (headers dropped)."""
-    return rec.v2_to_legacy(b"".join(buffers), magic)
+    """Stored v2 batches as a v0/v1 message set for Fetch v0-3 (headers dropped); KafkaError
+    CORRUPT_MESSAGE when one does not decode."""
+    try:
+        return rec.v2_to_legacy(b"".join(buffers), magic)  # type: ignore[no-any-return]
+    except CodecError as exc:
+        raise _unreadable(exc) from None

@@ -24,6 +24,7 @@ v5 log start offset; v7 sessions; v11 rack / preferred replica; v12 flexible; v1
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSes
 from mockbroker.state.log import PartitionLog
 
 RESP = api.response_module(1)
+logger = logging.getLogger("mockbroker.fetch")
 MAX_WAIT_CAP_MS = 30_000
 
 
@@ -140,7 +142,13 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
         part.aborted_transactions = [RESP.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
                                      for a in aborted]
     if version < 4:
-        part.records = down_convert(result.buffers, 0 if version < 2 else 1)
+        try:
+            part.records = down_convert(result.buffers, 0 if version < 2 else 1)
+        except KafkaError as exc:
+            logger.warning("broker %s: fetch v%s of %s-%s from %s: %s", ctx.broker_id, version, w.name,
+                           w.partition, ctx.client_id, exc.message)
+            part.error_code, part.records = exc.code, b""
+            return part, 0
         return part, len(part.records)
     part.records = result.buffers
     return part, result.size

@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from mockbroker import records as rec
 from mockbroker.cluster import MockCluster
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.protocol import api
 from tests.records.helpers import fix_v2_crc
 
 from .wire import WireClient, fetch_body, produce_body
@@ -106,3 +107,22 @@ def test_a_real_client_round_trip_in_either_mode(cluster: MockCluster) -> None:
         seen.append(msg.value())
     consumer.close()
     assert seen == [f"value-{i}".encode() for i in range(500)]
+
+
+def test_reads_that_decode_an_unchecked_damaged_batch_answer_corrupt_message(caplog: pytest.LogCaptureFixture) -> None:
+    config = {"mock.produce.validation": "envelope"}
+    with MockCluster(brokers=1, topics={"t": 1}, config=config) as cluster, WireClient(cluster.brokers[0].port) as c:
+        assert _produce(c, _bad_records()) == 0
+        fetch = api.request_module(1)
+        old_fetch = fetch.FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, topics=[
+            fetch.FetchTopic(topic="t", partitions=[fetch.FetchPartition(partition=0, fetch_offset=0,
+                                                                         partition_max_bytes=1 << 20)])])
+        part = c.call(1, 3, old_fetch).responses[0].partitions[0]  # v3: down-converted to magic 1
+        assert part.error_code == ErrorCode.CORRUPT_MESSAGE
+        offsets = api.request_module(2)
+        by_time = offsets.ListOffsetsRequest(replica_id=-1, topics=[offsets.ListOffsetsTopic(name="t", partitions=[
+            offsets.ListOffsetsPartition(partition_index=0, timestamp=NOW - 1)])])
+        assert c.call(2, 5, by_time).topics[0].partitions[0].error_code == ErrorCode.CORRUPT_MESSAGE
+        # the connection keeps serving; reading the batch as stored (Fetch v4+) works
+        assert c.call(1, 12, fetch_body("t", 0, 0)).responses[0].partitions[0].error_code == 0
+    assert any("does not decode" in r.getMessage() for r in caplog.records)
