@@ -1,4 +1,5 @@
-"""Build hook for the optional C speedups (mockbroker/records/_speedups.c).
+"""Build hook for the optional C speedups (mockbroker/records/_speedups.c: record checks;
+mockbroker/protocol/_fastproduce.c: the Produce request/response codec).
 
 Everything else about the package lives in pyproject.toml.  The extension is optional: where no C
 compiler is available the build goes on without it and mockbroker uses its pure-Python checks
@@ -14,6 +15,12 @@ setup(
             sources=["mockbroker/records/_speedups.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "mockbroker.protocol._fastproduce",
+            sources=["mockbroker/protocol/_fastproduce.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -31,6 +31,15 @@ _REQ_PREFIX = struct.Struct(">ihhi")
 _modules: dict[str, ModuleType] = {}
 _request_modules: dict[int, ModuleType] = {}
 _response_modules: dict[int, ModuleType] = {}
+_fast_produce: ModuleType | None = None  # mockbroker.protocol.fast_produce, loaded with the first Produce
+
+
+def _produce_codec() -> ModuleType:
+    global _fast_produce
+    from mockbroker.protocol import fast_produce
+
+    _fast_produce = fast_produce
+    return fast_produce
 
 
 class UnknownApiError(CodecError):
@@ -158,7 +167,9 @@ def decode_request(frame: bytes | memoryview, allow_trailing: bool = False) -> R
         else:
             header, pos = decode_message(module("RequestHeader"), 2, buf)
             tags = header.unknown_tags
-    body, pos = decode_message(request_module(api_key), version, buf, pos)
+    fast = (_fast_produce or _produce_codec()).decode_request if api_key == 0 else None
+    decoded = fast(buf, pos, version) if fast is not None else None  # None: not the usual case, or not built
+    body, pos = decoded or decode_message(request_module(api_key), version, buf, pos)
     if pos != len(buf) and not allow_trailing:
         raise InvalidLengthError(f"{len(buf) - pos} bytes left over after {entry[0]} v{version} request", pos)
     return Request(api_key, version, corr, client_id, body, tags, len(buf) - pos)
@@ -198,7 +209,9 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Struc
     if response_header_version(api_key, version) == 1:
         out.append(0)  # no tagged fields in the response header
     holes: list = []
-    encode_message(response_module(api_key), version, body, out, holes)
+    fast = (_fast_produce or _produce_codec()).encode_response if api_key == 0 else None
+    if fast is None or fast(body, version, out) is None:  # None: not the usual answer, or not built
+        encode_message(response_module(api_key), version, body, out, holes)
     return _framed(out, holes)
 
 

@@ -1,0 +1,480 @@
+/* Optional C codec for the one request every producer sends most: ProduceRequest decode and
+   ProduceResponse encode, all versions (0-13), producing and reading the very objects of the
+   generated codec (mockbroker/protocol/generated/produce_*.py).
+
+   setup(ProduceRequest, TopicProduceData, PartitionProduceData, ProduceResponse,
+         TopicProduceResponse, PartitionProduceResponse, LeaderIdAndEpoch, zero_uuid)
+       Called once by mockbroker.protocol.fast_produce: finds where each slot of those classes lives.
+
+   decode_request(frame, pos, version) -> (ProduceRequest, end) or None
+       The request body starting at frame[pos] (frame: a memoryview of bytes).  None whenever the
+       body is anything but well formed without tagged fields: the generated reader then runs and
+       either decodes it (tagged fields) or names the problem.  This module never decides an error.
+
+   encode_response(response, version, out) -> True or None
+       Appends the body to the bytearray ``out`` when every field is what a usual answer holds (no
+       record errors, default current leader, no node endpoints, no unknown tags, values in range);
+       None (``out`` unchanged) otherwise, and the generated writer runs instead.
+
+   tests/protocol/test_fast_produce.py holds both equal to the generated codec, on generated
+   messages and on corrupted frames.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_SLOTS 9
+
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t offset[MAX_SLOTS];
+    int count;
+} Layout;
+
+enum { REQ, TOPIC, PART, RESP, TRESP, PRESP, LEADER, LAYOUTS };
+
+static const char *const SLOT_NAMES[LAYOUTS][MAX_SLOTS + 1] = {
+    {"transactional_id", "acks", "timeout_ms", "topic_data", "unknown_tags", NULL},
+    {"name", "topic_id", "partition_data", "unknown_tags", NULL},
+    {"index", "records", "unknown_tags", NULL},
+    {"responses", "throttle_time_ms", "node_endpoints", "unknown_tags", NULL},
+    {"name", "topic_id", "partition_responses", "unknown_tags", NULL},
+    {"index", "error_code", "base_offset", "log_append_time_ms", "log_start_offset", "record_errors",
+     "error_message", "current_leader", "unknown_tags", NULL},
+    {"leader_id", "leader_epoch", "unknown_tags", NULL},
+};
+
+static Layout layouts[LAYOUTS];
+static PyObject *zero_uuid = NULL;
+static PyObject *empty_str = NULL;
+static int ready = 0;
+
+#define SLOT(obj, layout, i) (*(PyObject **)((char *)(obj) + layouts[layout].offset[i]))
+
+static int find_slots(int which, PyObject *cls) {
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "setup() takes the generated classes");
+        return -1;
+    }
+    Layout *layout = &layouts[which];
+    PyTypeObject *type = (PyTypeObject *)cls;
+    layout->count = 0;
+    for (int i = 0; SLOT_NAMES[which][i] != NULL; i++) {
+        PyObject *descr = PyDict_GetItemString(type->tp_dict, SLOT_NAMES[which][i]);
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, SLOT_NAMES[which][i]);
+            return -1;
+        }
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a plain slot", type->tp_name, SLOT_NAMES[which][i]);
+            return -1;
+        }
+        layout->offset[i] = member->offset;
+        layout->count++;
+    }
+    if (type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + layout->count * sizeof(PyObject *))) {
+        PyErr_Format(PyExc_TypeError, "%s has slots this module does not know", type->tp_name);
+        return -1;
+    }
+    Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef(cls));
+    return 0;
+}
+
+static PyObject *setup(PyObject *self, PyObject *args) {
+    PyObject *cls[LAYOUTS], *uuid;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:setup", &cls[0], &cls[1], &cls[2], &cls[3], &cls[4], &cls[5], &cls[6],
+                          &uuid))
+        return NULL;
+    ready = 0;
+    for (int i = 0; i < LAYOUTS; i++)
+        if (find_slots(i, cls[i]) < 0)
+            return NULL;
+    Py_XSETREF(zero_uuid, Py_NewRef(uuid));
+    if (empty_str == NULL && (empty_str = PyUnicode_FromString("")) == NULL)
+        return NULL;
+    ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* A new instance with every slot set from ``values`` (references stolen; all non-NULL). */
+static PyObject *make(int which, PyObject **values) {
+    Layout *layout = &layouts[which];
+    PyObject *obj = layout->type->tp_alloc(layout->type, 0);
+    if (obj == NULL) {
+        for (int i = 0; i < layout->count; i++)
+            Py_DECREF(values[i]);
+        return NULL;
+    }
+    for (int i = 0; i < layout->count; i++)
+        SLOT(obj, which, i) = values[i];
+    return obj;
+}
+
+/* ---- decoding ------------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject *frame;  /* the memoryview, for records slices */
+    const unsigned char *b;
+    Py_ssize_t len, pos;
+    int flexible;
+} Reader;
+
+#define NEED(r, n) if ((r)->len - (r)->pos < (Py_ssize_t)(n)) return 0
+
+static int read_i16(Reader *r, int16_t *out) {
+    NEED(r, 2);
+    *out = (int16_t)(((uint16_t)r->b[r->pos] << 8) | r->b[r->pos + 1]);
+    r->pos += 2;
+    return 1;
+}
+
+static int read_i32(Reader *r, int32_t *out) {
+    NEED(r, 4);
+    const unsigned char *p = r->b + r->pos;
+    *out = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+    r->pos += 4;
+    return 1;
+}
+
+static int read_uvarint(Reader *r, uint32_t *out) {
+    uint64_t value = 0;
+    for (int shift = 0; shift <= 28; shift += 7) {
+        NEED(r, 1);
+        unsigned char byte = r->b[r->pos++];
+        value |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) {
+            if (value > 0xFFFFFFFFu) return 0;
+            *out = (uint32_t)value;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A length (strings, bytes) or count (arrays): -1 for null, 0 on a problem. */
+static int read_size(Reader *r, int wide, int64_t *out) {
+    if (r->flexible) {
+        uint32_t n;
+        if (!read_uvarint(r, &n)) return 0;
+        *out = (int64_t)n - 1;
+        return 1;
+    }
+    if (wide) {
+        int32_t n;
+        if (!read_i32(r, &n)) return 0;
+        *out = n;
+        return 1;
+    }
+    int16_t n;
+    if (!read_i16(r, &n)) return 0;
+    *out = n;
+    return 1;
+}
+
+/* A string; *out is None for null when ``nullable``; 0 on any problem (Python error cleared). */
+static int read_string(Reader *r, int nullable, PyObject **out) {
+    int64_t n;
+    if (!read_size(r, 0, &n)) return 0;
+    if (n < 0) {
+        if (n != -1 || !nullable) return 0;
+        *out = Py_NewRef(Py_None);
+        return 1;
+    }
+    NEED(r, n);
+    *out = PyUnicode_DecodeUTF8((const char *)r->b + r->pos, (Py_ssize_t)n, NULL);
+    if (*out == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    r->pos += (Py_ssize_t)n;
+    return 1;
+}
+
+/* An array count that is not null and cannot claim more elements than bytes are left. */
+static int read_count(Reader *r, Py_ssize_t *out) {
+    int64_t n;
+    if (!read_size(r, 1, &n) || n < 0 || n > r->len - r->pos) return 0;
+    *out = (Py_ssize_t)n;
+    return 1;
+}
+
+static int no_tags(Reader *r) {
+    if (!r->flexible) return 1;
+    NEED(r, 1);
+    return r->b[r->pos++] == 0;
+}
+
+static PyObject *read_partition(Reader *r) {
+    int32_t index;
+    int64_t n;
+    if (!read_i32(r, &index) || !read_size(r, 1, &n)) return NULL;
+    PyObject *records;
+    if (n < 0) {
+        if (n != -1) return NULL;
+        records = Py_NewRef(Py_None);
+    } else {
+        if (r->len - r->pos < n) return NULL;
+        records = PySequence_GetSlice(r->frame, r->pos, r->pos + (Py_ssize_t)n);
+        if (records == NULL) return NULL;
+        r->pos += (Py_ssize_t)n;
+    }
+    if (!no_tags(r)) {
+        Py_DECREF(records);
+        return NULL;
+    }
+    PyObject *index_obj = PyLong_FromLong(index);
+    if (index_obj == NULL) {
+        Py_DECREF(records);
+        return NULL;
+    }
+    PyObject *values[] = {index_obj, records, Py_NewRef(Py_None)};
+    return make(PART, values);
+}
+
+static PyObject *read_topic(Reader *r, int version) {
+    PyObject *name, *topic_id;
+    if (version >= 13) {
+        if (r->len - r->pos < 16) return NULL;
+        topic_id = PyBytes_FromStringAndSize((const char *)r->b + r->pos, 16);
+        if (topic_id == NULL) return NULL;
+        r->pos += 16;
+        name = Py_NewRef(empty_str);
+    } else {
+        if (!read_string(r, 0, &name)) return NULL;
+        topic_id = Py_NewRef(zero_uuid);
+    }
+    Py_ssize_t count;
+    PyObject *partitions = NULL;
+    if (!read_count(r, &count) || (partitions = PyList_New(count)) == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *part = read_partition(r);
+        if (part == NULL) goto fail;
+        PyList_SET_ITEM(partitions, i, part);
+    }
+    if (!no_tags(r)) goto fail;
+    PyObject *values[] = {name, topic_id, partitions, Py_NewRef(Py_None)};
+    return make(TOPIC, values);
+fail:
+    Py_DECREF(name);
+    Py_DECREF(topic_id);
+    Py_XDECREF(partitions);  /* a list only partly filled holds NULLs: list dealloc skips them */
+    return NULL;
+}
+
+static PyObject *decode_request(PyObject *self, PyObject *args) {
+    PyObject *frame;
+    Py_ssize_t pos;
+    int version;
+    if (!PyArg_ParseTuple(args, "Oni:decode_request", &frame, &pos, &version))
+        return NULL;
+    if (!ready || !PyMemoryView_Check(frame) || version < 0 || version > 13)
+        Py_RETURN_NONE;
+    Py_buffer *view = PyMemoryView_GET_BUFFER(frame);
+    if (view->itemsize != 1 || view->ndim != 1 || !PyBuffer_IsContiguous(view, 'C') || pos < 0 || pos > view->len)
+        Py_RETURN_NONE;
+    Reader r = {frame, (const unsigned char *)view->buf, view->len, pos, version >= 9};
+    PyObject *txn_id = NULL, *topics = NULL, *acks_obj = NULL, *timeout_obj = NULL;
+    int16_t acks;
+    int32_t timeout;
+    Py_ssize_t count;
+    if (version >= 3) {
+        if (!read_string(&r, 1, &txn_id)) goto fallback;
+    } else {
+        txn_id = Py_NewRef(Py_None);
+    }
+    if (!read_i16(&r, &acks) || !read_i32(&r, &timeout) || !read_count(&r, &count)) goto fallback;
+    if ((topics = PyList_New(count)) == NULL) goto error;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *topic = read_topic(&r, version);
+        if (topic == NULL) goto fallback;
+        PyList_SET_ITEM(topics, i, topic);
+    }
+    if (!no_tags(&r)) goto fallback;
+    if ((acks_obj = PyLong_FromLong(acks)) == NULL || (timeout_obj = PyLong_FromLong(timeout)) == NULL) goto error;
+    PyObject *values[] = {txn_id, acks_obj, timeout_obj, topics, Py_NewRef(Py_None)};
+    PyObject *request = make(REQ, values);
+    if (request == NULL) return NULL;
+    return Py_BuildValue("(Nn)", request, r.pos);
+fallback:
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError))
+        PyErr_Clear();  /* a problem in the data: the generated reader will name it */
+error:
+    Py_XDECREF(txn_id);
+    Py_XDECREF(topics);
+    Py_XDECREF(acks_obj);
+    Py_XDECREF(timeout_obj);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- encoding ------------------------------------------------------------------------------ */
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+    int flexible;
+} Writer;
+
+static int grow(Writer *w, Py_ssize_t n) {
+    if (w->len + n <= w->cap) return 1;
+    Py_ssize_t cap = w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n + 256;
+    char *buf = PyMem_Realloc(w->buf, cap);
+    if (buf == NULL) return 0;
+    w->buf = buf;
+    w->cap = cap;
+    return 1;
+}
+
+static int put_int(Writer *w, int64_t v, int bytes) {
+    if (!grow(w, bytes)) return 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        w->buf[w->len++] = (char)((uint64_t)v >> (8 * i));
+    return 1;
+}
+
+static int put_uvarint(Writer *w, uint64_t v) {
+    if (!grow(w, 10)) return 0;
+    while (v >= 0x80) {
+        w->buf[w->len++] = (char)((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    w->buf[w->len++] = (char)v;
+    return 1;
+}
+
+static int put_size(Writer *w, Py_ssize_t n, int wide) {  /* n = -1: null */
+    if (w->flexible) return put_uvarint(w, (uint64_t)(n + 1));
+    return put_int(w, n, wide ? 4 : 2);
+}
+
+/* An int field within [lo, hi]; 0 when it is not an int or out of range. */
+static int get_int(PyObject *obj, int64_t lo, int64_t hi, int64_t *out) {
+    if (obj == NULL || !PyLong_Check(obj)) return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred()) || v < lo || v > hi) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int put_field(Writer *w, PyObject *obj, int bytes) {
+    int64_t v;
+    int64_t hi = bytes == 8 ? INT64_MAX : ((int64_t)1 << (8 * bytes - 1)) - 1;
+    return get_int(obj, -hi - 1, hi, &v) && put_int(w, v, bytes);
+}
+
+static int put_string(Writer *w, PyObject *s, int nullable) {
+    if (s == Py_None && nullable) return put_size(w, -1, 0);
+    if (s == NULL || !PyUnicode_CheckExact(s)) return 0;
+    Py_ssize_t n;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(s, &n);
+    if (utf8 == NULL) {
+        PyErr_Clear();  /* lone surrogates: the generated writer says so */
+        return 0;
+    }
+    if (!w->flexible && n > 32767) return 0;
+    if (!put_size(w, n, 0) || !grow(w, n)) return 0;
+    memcpy(w->buf + w->len, utf8, n);
+    w->len += n;
+    return 1;
+}
+
+static int is_empty(PyObject *obj, int none_ok) {  /* unknown_tags, record_errors, node_endpoints */
+    return obj != NULL && ((none_ok && obj == Py_None) || (PyList_CheckExact(obj) && PyList_GET_SIZE(obj) == 0));
+}
+
+static int put_partition(Writer *w, PyObject *p, int version) {
+    if (p == NULL || Py_TYPE(p) != layouts[PRESP].type || !is_empty(SLOT(p, PRESP, 8), 1)) return 0;
+    if (!put_field(w, SLOT(p, PRESP, 0), 4) || !put_field(w, SLOT(p, PRESP, 1), 2) ||
+        !put_field(w, SLOT(p, PRESP, 2), 8))
+        return 0;
+    if (version >= 2 && !put_field(w, SLOT(p, PRESP, 3), 8)) return 0;
+    if (version >= 5 && !put_field(w, SLOT(p, PRESP, 4), 8)) return 0;
+    if (version >= 8) {
+        if (!is_empty(SLOT(p, PRESP, 5), 0) || !put_size(w, 0, 1) || !put_string(w, SLOT(p, PRESP, 6), 1)) return 0;
+    }
+    if (version >= 10) {  /* current_leader is a tagged field, written only when it is not the default */
+        PyObject *leader = SLOT(p, PRESP, 7);
+        int64_t id, epoch;
+        if (leader == NULL || Py_TYPE(leader) != layouts[LEADER].type || !is_empty(SLOT(leader, LEADER, 2), 1) ||
+            !get_int(SLOT(leader, LEADER, 0), -1, -1, &id) || !get_int(SLOT(leader, LEADER, 1), -1, -1, &epoch))
+            return 0;
+    }
+    return !w->flexible || put_uvarint(w, 0);
+}
+
+static int put_topic(Writer *w, PyObject *t, int version) {
+    if (t == NULL || Py_TYPE(t) != layouts[TRESP].type || !is_empty(SLOT(t, TRESP, 3), 1)) return 0;
+    if (version >= 13) {
+        PyObject *id = SLOT(t, TRESP, 1);
+        if (id == NULL || !PyBytes_CheckExact(id) || PyBytes_GET_SIZE(id) != 16 || !grow(w, 16)) return 0;
+        memcpy(w->buf + w->len, PyBytes_AS_STRING(id), 16);
+        w->len += 16;
+    } else if (!put_string(w, SLOT(t, TRESP, 0), 0)) {
+        return 0;
+    }
+    PyObject *parts = SLOT(t, TRESP, 2);
+    if (parts == NULL || !PyList_CheckExact(parts) || !put_size(w, PyList_GET_SIZE(parts), 1)) return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); i++)
+        if (!put_partition(w, PyList_GET_ITEM(parts, i), version)) return 0;
+    return !w->flexible || put_uvarint(w, 0);
+}
+
+static int put_response(Writer *w, PyObject *resp, int version) {
+    if (Py_TYPE(resp) != layouts[RESP].type || !is_empty(SLOT(resp, RESP, 3), 1)) return 0;
+    if (version >= 10 && !is_empty(SLOT(resp, RESP, 2), 0)) return 0;
+    PyObject *topics = SLOT(resp, RESP, 0);
+    if (topics == NULL || !PyList_CheckExact(topics) || !put_size(w, PyList_GET_SIZE(topics), 1)) return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(topics); i++)
+        if (!put_topic(w, PyList_GET_ITEM(topics, i), version)) return 0;
+    if (version >= 1 && !put_field(w, SLOT(resp, RESP, 1), 4)) return 0;
+    return !w->flexible || put_uvarint(w, 0);
+}
+
+static PyObject *encode_response(PyObject *self, PyObject *args) {
+    PyObject *resp, *out;
+    int version;
+    if (!PyArg_ParseTuple(args, "OiO!:encode_response", &resp, &version, &PyByteArray_Type, &out))
+        return NULL;
+    if (!ready || version < 0 || version > 13)
+        Py_RETURN_NONE;
+    Writer w = {PyMem_Malloc(256), 0, 256, version >= 9};
+    if (w.buf == NULL)
+        return PyErr_NoMemory();
+    PyObject *result = NULL;
+    int ok = put_response(&w, resp, version);
+    if (PyErr_Occurred()) goto done;
+    if (!ok) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_ssize_t start = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, start + w.len) < 0) goto done;
+    memcpy(PyByteArray_AS_STRING(out) + start, w.buf, w.len);
+    result = Py_NewRef(Py_True);
+done:
+    PyMem_Free(w.buf);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS, "setup(*generated classes, zero_uuid): learn where their slots live."},
+    {"decode_request", decode_request, METH_VARARGS,
+     "decode_request(frame, pos, version) -> (ProduceRequest, end) or None (see the module comment)."},
+    {"encode_response", encode_response, METH_VARARGS,
+     "encode_response(response, version, out) -> True, or None when the generated writer must run."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "mockbroker.protocol._fastproduce",
+    "Optional C codec for ProduceRequest / ProduceResponse (see protocol/fast_produce.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__fastproduce(void) { return PyModule_Create(&module); }
