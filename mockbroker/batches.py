@@ -87,15 +87,17 @@ def validate_produce(data: memoryview | None, version: int, policy: Policy) -> l
     if data is None or len(data) == 0:
         raise BatchRejected(ErrorCode.INVALID_RECORD, "produce request carries no record batch for the partition")
     if version >= 3 and batch_envelope is not None:
-        # the usual batch: everything checked before its records, in one C call (None: the path below
-        # runs and names the problem)
+        # the usual batch: everything checked before its records, and the records too when they are
+        # not compressed, in one C call (None: the path below runs and names the problem)
+        strict = policy.check_records
         try:
-            fields = batch_envelope(data, version, policy.max_message_bytes,
-                                    crc32c_function() if policy.check_records else None)
+            fields = batch_envelope(data, version, policy.max_message_bytes, crc32c_function() if strict else None,
+                                    _record_bounds(policy) if strict else None)
         except (TypeError, ValueError, OverflowError):  # e.g. a max.message.bytes past 64 bits
             fields = None
         if fields is not None:
-            return [_validate_v2(data, version, policy, BatchHeader(*fields))]
+            header = BatchHeader(*fields)
+            return [_validate_v2(data, version, policy, header, records_checked=strict and not header.compression)]
     entries = split_batches(data)
     if version >= 3:
         if len(entries) != 1:
@@ -119,9 +121,10 @@ def _legacy_to_v2(data: memoryview) -> list[memoryview]:
     return split_batches(memoryview(converted))
 
 
-def _validate_v2(batch: memoryview, version: int, policy: Policy,
-                 header: BatchHeader | None = None) -> tuple[memoryview, Any]:
-    """Check one v2 batch; ``header`` is given when its envelope is already checked (batch_envelope)."""
+def _validate_v2(batch: memoryview, version: int, policy: Policy, header: BatchHeader | None = None,
+                 records_checked: bool = False) -> tuple[memoryview, Any]:
+    """Check one v2 batch; ``header`` is given when its envelope is already checked (batch_envelope),
+    ``records_checked`` when its records are too."""
     if header is None:
         if len(batch) > policy.max_message_bytes:
             raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
@@ -129,7 +132,7 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy,
         header = _verified_header(batch, policy.check_records)
         if header.compression == 4 and version < 7:
             raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7+, got v{version}")
-    problems = _record_problems(batch, header, policy) if policy.check_records else []
+    problems = _record_problems(batch, header, policy) if policy.check_records and not records_checked else []
     if header.is_control:
         raise BatchRejected(ErrorCode.INVALID_RECORD, "clients are not allowed to write control records")
     if header.record_count == 0 or header.last_offset_delta + 1 != header.record_count:
@@ -173,14 +176,21 @@ def _record_problems(batch: memoryview, header: BatchHeader, policy: Policy) -> 
         start, path = 0, "decompressed records"
     else:
         data, start, path = batch, rec.HEADER_SIZE, "records"
-    lo = hi = None
-    if not policy.log_append_time:
-        lo, hi = policy.now_ms - policy.before_max_ms, policy.now_ms + policy.after_max_ms
+    lo, hi, _need_keys = _record_bounds(policy)
     try:
         return rec.check_records(data, start, len(data), header.record_count, header.base_timestamp,  # type: ignore[no-any-return]
                                  lo, hi, policy.compacted, path)
     except CodecError as exc:  # Kafka: InvalidRecordException ("Found invalid record structure", ...)
         raise BatchRejected(ErrorCode.INVALID_RECORD, f"invalid record structure: {exc}") from None
+
+
+def _record_bounds(policy: Policy) -> tuple[int | None, int | None, bool]:
+    """(lowest, highest timestamp a record may carry, keys required): Kafka's
+    message.timestamp.before/after.max.ms around now (None, None: LogAppendTime overwrites them),
+    keys for compacted topics."""
+    if policy.log_append_time:
+        return None, None, policy.compacted
+    return policy.now_ms - policy.before_max_ms, policy.now_ms + policy.after_max_ms, policy.compacted
 
 
 def _verified_header(batch: memoryview, check_crc: bool = True) -> Any:

@@ -93,7 +93,8 @@ def request_header_version(api_key: int, version: int) -> int:
 def response_header_version(api_key: int, version: int) -> int:
     if api_key == API_VERSIONS_KEY:
         return 0
-    return 1 if is_flexible(api_key, version) else 0
+    first = APIS[api_key][4]  # the first flexible version (None: none is)
+    return 1 if first is not None and version >= first else 0
 
 
 @dataclass(slots=True)
@@ -198,6 +199,9 @@ def encode_message(mod: ModuleType, version: int, obj: Struct, out: bytearray, h
 
 
 def _framed(out: bytearray, holes: list) -> list[Any]:
+    if not holes:  # the usual answer: one buffer
+        _SIZE.pack_into(out, 0, len(out) - 4)
+        return [out]
     size = len(out) - 4 + sum(len(h) if not isinstance(h, memoryview) else h.nbytes for _, h in holes)
     _SIZE.pack_into(out, 0, size)
     return assemble(out, holes)

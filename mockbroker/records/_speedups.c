@@ -20,9 +20,14 @@
    delta + 1 > 0, a base sequence when there is a producer id.  None for anything else, and the
    caller then takes the Python path, which names the problem.  tests/records/test_speedups.py holds
    the tuple equal to the Python header wherever it is not None.
+
+   batch_envelope(..., records=(min_timestamp, max_timestamp, need_keys)) also checks the records
+   of an uncompressed batch as records_ok does (bounds None: no timestamp check; clamped to int64)
+   and answers None when one fails; compressed batches are left to the caller, which decompresses.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 
 #define MIN_RECORD_SIZE 7
@@ -133,12 +138,45 @@ static int16_t be16(const unsigned char *p) { return (int16_t)(((uint16_t)p[0] <
 #define HEADER_SIZE 61
 #define MIN_BATCH_LENGTH (HEADER_SIZE - 12)
 
+/* A timestamp bound (a Python int, or None: unbounded) clamped to int64. */
+static int bound(PyObject *obj, long long unbounded, long long *out) {
+    if (obj == Py_None) {
+        *out = unbounded;
+        return 1;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred()) return 0;
+    *out = overflow > 0 ? LLONG_MAX : overflow < 0 ? LLONG_MIN : v;
+    return 1;
+}
+
+/* The records check of an uncompressed batch (``records``: (min_ts, max_ts, need_keys)); -1 on error. */
+static int batch_records_ok(const unsigned char *b, Py_ssize_t n, int32_t count, PyObject *records) {
+    PyObject *lo_obj, *hi_obj;
+    int need_keys;
+    long long lo, hi;
+    if (!PyArg_ParseTuple(records, "OOp:records bounds", &lo_obj, &hi_obj, &need_keys) ||
+        !bound(lo_obj, LLONG_MIN, &lo) || !bound(hi_obj, LLONG_MAX, &hi))
+        return -1;
+    int check_ts = lo_obj != Py_None && hi_obj != Py_None;
+    int ok;
+    if (n < (1 << 20)) {
+        ok = check(b, HEADER_SIZE, n, count, be64(b + 27), lo, hi, check_ts, need_keys);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        ok = check(b, HEADER_SIZE, n, count, be64(b + 27), lo, hi, check_ts, need_keys);
+        Py_END_ALLOW_THREADS
+    }
+    return ok;
+}
+
 static PyObject *batch_envelope(PyObject *self, PyObject *args) {
     Py_buffer view;
     int version;
     Py_ssize_t max_bytes;
-    PyObject *crc_function;
-    if (!PyArg_ParseTuple(args, "y*inO:batch_envelope", &view, &version, &max_bytes, &crc_function))
+    PyObject *crc_function, *records = Py_None;
+    if (!PyArg_ParseTuple(args, "y*inO|O:batch_envelope", &view, &version, &max_bytes, &crc_function, &records))
         return NULL;
     const unsigned char *b = (const unsigned char *)view.buf;
     Py_ssize_t n = view.len;
@@ -176,6 +214,13 @@ static PyObject *batch_envelope(PyObject *self, PyObject *args) {
     if (crc != stored_crc)
         goto no;
 header:
+    if (records != Py_None && codec == 0) {
+        int ok = batch_records_ok(b, n, record_count, records);
+        if (ok < 0)
+            goto done;
+        if (!ok)
+            goto no;
+    }
     result = Py_BuildValue("(LiiiIiiLLLiii)", (long long)be64(b), (int)batch_length, (int)be32(b + 12), 2,
                            (unsigned int)stored_crc, (int)attributes, (int)last_offset_delta,
                            (long long)be64(b + 27), (long long)be64(b + 35), (long long)producer_id,
@@ -190,8 +235,9 @@ done:
 
 static PyMethodDef methods[] = {
     {"batch_envelope", batch_envelope, METH_VARARGS,
-     "batch_envelope(buffer, produce_version, max_message_bytes, crc32c) -> header fields or None\n"
-     "The v2 batch header when every check before the records passes (see the module comment)."},
+     "batch_envelope(buffer, produce_version, max_message_bytes, crc32c[, records]) -> header fields or None\n"
+     "The v2 batch header when every check before the records (and, given ``records`` bounds, the\n"
+     "records of an uncompressed batch) passes (see the module comment)."},
     {"records_ok", records_ok, METH_VARARGS,
      "records_ok(buffer, pos, end, count, base_ts, min_ts, max_ts, check_ts, need_keys) -> bool\n"
      "True when the v2 records in buffer[pos:end] pass every check check_records makes."},

@@ -28,6 +28,7 @@ from mockbroker.faults import inject
 from mockbroker.faults.facts import journal_about, request_facts, response_error_codes
 from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_list, handler_for
 from mockbroker.protocol import api
+from mockbroker.protocol.runtime import Struct
 from mockbroker.server import throttle
 from mockbroker.server.connection import CloseConnection, Connection
 
@@ -173,7 +174,7 @@ def _journaled(ctx: RequestContext, fn: Any, request: Any, name: str) -> list[An
     except CloseConnection:
         journal.finish(entry, (time.perf_counter() - started) * 1000, "closed")
         raise
-    if inspect.isawaitable(body):
+    if _pending(body):
         return _finish(ctx, body, lambda answer: _journal_answer(ctx, entry, started, answer))
     return _journal_answer(ctx, entry, started, body)
 
@@ -195,8 +196,14 @@ def _call(ctx: RequestContext, fn: Any, body: Any) -> Any:
         raise CloseConnection(f"{api.api_name(ctx.api_key)} v{ctx.api_version} failed: {exc}") from None
 
 
+def _pending(body: Any) -> bool:
+    """A handler's answer still to come (a coroutine or future); an answer body (a generated Struct,
+    the usual case) is told apart first, without inspect.isawaitable's ABC check."""
+    return not isinstance(body, Struct) and inspect.isawaitable(body)
+
+
 def _answer(ctx: RequestContext, body: Any, finish: Any) -> list[Any] | Awaitable[Any] | None:
-    if inspect.isawaitable(body):
+    if _pending(body):
         return _finish(ctx, body, finish)
     if finish is not None:
         return finish(body)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from mockbroker import batches as batches_module
 from mockbroker import records as rec
 from mockbroker.batches import BatchRejected, Policy, validate_produce
+from mockbroker.codec_errors import CodecError
 from mockbroker.records.batch import BatchHeader, crc32c_function
 from tests.records.helpers import python_envelope
 
@@ -56,6 +57,42 @@ def test_the_envelope_agrees_with_python_both_ways(batch: bytes, version: int, m
         assert fields is not None and BatchHeader(*fields) == expected
 
 
+BOUNDS = [None, (NOW, NOW + 2), (NOW + 1, NOW + 1), (-(1 << 70), 1 << 70), (NOW + 3, NOW)]
+
+
+@st.composite
+def uncompressed_batches(draw: st.DrawFn) -> bytes:
+    """Batches whose envelope passes (the CRC made to match), records with or without keys, some damaged."""
+    count = draw(st.integers(1, 5))
+    batch = bytearray(rec.build_batch(
+        [(draw(st.none() | st.binary(max_size=4)), draw(st.binary(max_size=30)), [], NOW + i) for i in range(count)]))
+    for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):  # damage in the records only
+        batch[draw(st.integers(rec.HEADER_SIZE, len(batch) - 1))] = draw(st.integers(0, 255))
+    batch[17:21] = crc32c_function()(bytes(batch[21:])).to_bytes(4, "big")
+    return bytes(batch)
+
+
+@settings(max_examples=500, deadline=None)
+@given(uncompressed_batches() | batches(), st.sampled_from([3, 9]), st.sampled_from(BOUNDS), st.booleans())
+def test_given_bounds_it_also_checks_the_records_of_an_uncompressed_batch(batch: bytes, version: int,
+                                                                          bounds: Any, need_keys: bool) -> None:
+    lo, hi = bounds or (None, None)
+    fields = speedups.batch_envelope(batch, version, 1 << 20, crc32c_function(), (lo, hi, need_keys))
+    expected = python_envelope(batch, version, 1 << 20)
+    if expected is not None and expected.compression == rec.NONE:
+        try:
+            problems = rec.check_records(memoryview(batch), rec.HEADER_SIZE, len(batch), expected.record_count,
+                                         expected.base_timestamp, lo, hi, need_keys)
+        except CodecError:
+            problems = [(0, "unreadable")]
+        if problems:
+            expected = None
+    if expected is None:
+        assert fields is None
+    else:
+        assert fields is not None and BatchHeader(*fields) == expected
+
+
 def _outcome(batch: bytes, version: int, policy: Policy) -> Any:
     try:
         return [(bytes(b), h) for b, h in validate_produce(memoryview(batch), version, policy)]
@@ -64,11 +101,13 @@ def _outcome(batch: bytes, version: int, policy: Policy) -> Any:
 
 
 @settings(max_examples=300, deadline=None)
-@given(batches(), st.sampled_from([3, 7, 9]), st.integers(60, 400), st.booleans(), st.booleans())
+@given(batches(), st.sampled_from([3, 7, 9]), st.integers(60, 400), st.booleans(), st.booleans(),
+       st.sampled_from([(10_000, 10_000), (0, 2), (1 << 70, 0)]), st.booleans())
 def test_validate_produce_answers_the_same_with_and_without_it(batch: bytes, version: int, max_bytes: int,
-                                                               compacted: bool, strict: bool) -> None:
-    policy = Policy(max_message_bytes=max_bytes, compression="producer", log_append_time=False,
-                    before_max_ms=10_000, after_max_ms=10_000, now_ms=NOW, compacted=compacted,
+                                                               compacted: bool, strict: bool, window: Any,
+                                                               log_append_time: bool) -> None:
+    policy = Policy(max_message_bytes=max_bytes, compression="producer", log_append_time=log_append_time,
+                    before_max_ms=window[0], after_max_ms=window[1], now_ms=NOW, compacted=compacted,
                     check_records=strict)  # strict: mock.produce.validation=strict; else envelope
     with_c = _outcome(batch, version, policy)
     saved = batches_module.batch_envelope
