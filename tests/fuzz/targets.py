@@ -35,7 +35,7 @@ from typing import Any
 
 from mockbroker import records
 from mockbroker.codec_errors import CodecError
-from mockbroker.protocol import api
+from mockbroker.protocol import api, fast_produce
 from mockbroker.records import batch as batch_mod
 from mockbroker.records import check as check_mod
 from mockbroker.records.compression import compress, decompress
@@ -172,12 +172,39 @@ def _frame_from(data: bytes) -> bytes | None:
     return header + data[3:]
 
 
+def _produce_pair(frame: bytes) -> None:
+    """The C Produce decoder (where built) decodes a Produce body as the generated reader does, or declines."""
+    if fast_produce.decode_request is None or len(frame) < 10:
+        return
+    key, version, _corr = struct.unpack_from(">hhi", frame)
+    if key != 0 or not 0 <= version <= 13:
+        return
+    view = memoryview(frame)
+    try:
+        _client_id, pos = api._read_client_id(view)
+    except CodecError:
+        return
+    if version >= 9:  # the flexible header's tag count: only an empty one here
+        if pos >= len(frame) or frame[pos] != 0:
+            return
+        pos += 1
+    got = fast_produce.decode_request(view, pos, version)
+    try:
+        expected = api.request_module(0).READERS[version](view, pos)
+    except CodecError:
+        expected = None
+    if got is not None and (expected is None or got[1] != expected[1] or got[0] != expected[0]):
+        raise Finding(f"C Produce v{version} decoder says {got}, the generated reader {expected}")
+
+
 def fuzz_requests(data: bytes) -> None:
     """api.decode_request on a request frame: a Request or a CodecError, nothing else; and what
-    decodes re-encodes to bytes that decode and encode to the same bytes again."""
+    decodes re-encodes to bytes that decode and encode to the same bytes again.  A Produce frame also
+    goes through the C decoder and the generated reader separately, which must agree."""
     frame = _frame_from(data)
     if frame is None:
         return
+    _produce_pair(frame)
     request = None
     for trailing in (False, True):
         try:
