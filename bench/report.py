@@ -4,7 +4,8 @@
 
 The README keeps its table between ``<!-- bench:start -->`` and ``<!-- bench:end -->``; the chart
 (bench/results.png, matplotlib) shows each row's ratio against each peer on a log scale, with 1.0
-(as fast as the peer) marked.
+(as fast as the peer) marked.  Next to each ratio (of the brokers' medians) goes the middle half of
+the ratios of samples taken in the same repetition, so a tie is told from a difference.
 """
 
 from __future__ import annotations
@@ -32,6 +33,18 @@ def _cell(value: float | None) -> str:
     return f"{value:.3g}"
 
 
+def paired_quartiles(row: Row, ours: list[float] | None, theirs: list[float] | None) -> tuple[float, float] | None:
+    """The middle half (lower and upper quartile, nearest rank) of the ratios of samples taken in the same
+    repetition: each repetition measures every broker back to back, so a slow moment of the machine hits
+    both sides of a pair.  None with fewer than four pairs, or when a failed sample broke the pairing."""
+    if not ours or not theirs or len(ours) != len(theirs) or len(ours) < 4:
+        return None
+    pairs = sorted(r for a, b in zip(ours, theirs, strict=True) if (r := ratio(row, a, b)) is not None)
+    if len(pairs) < 4:
+        return None
+    return pairs[len(pairs) // 4], pairs[(3 * len(pairs)) // 4]
+
+
 def markdown(doc: dict[str, Any]) -> str:
     brokers: list[str] = doc["brokers"]
     peers = [b for b in brokers if not b.startswith("mockbroker")]
@@ -41,12 +54,14 @@ def markdown(doc: dict[str, Any]) -> str:
         "the 100k loads); "
         f"`make bench` regenerates this table and [the chart](bench/results.png).  "
         "The ratio columns are mockbroker's cost over the peer's (time, or 1/rate for MB/s and GB/s rows): "
-        "**<= 1.00 means mockbroker is at least as fast**.",
+        "**<= 1.00 means mockbroker is at least as fast**; in brackets, the middle half of the ratios of the "
+        "samples taken in the same repetition (a range that holds 1.00 is a tie on this machine).",
         "",
         "| load | unit | " + " | ".join(brokers) + " | " + " | ".join(f"vs {p}" for p in peers) + " |",
         "|---|---|" + "---:|" * (len(brokers) + len(peers)),
     ]
-    lines += _rows(ROWS, results, brokers, peers)
+    samples = doc.get("samples", {})
+    lines += _rows(ROWS, results, brokers, peers, samples)
     if any(row.key in results for row in CPU_ROWS):
         lines += [
             "",
@@ -55,21 +70,24 @@ def markdown(doc: dict[str, Any]) -> str:
             "",
             "| load | unit | " + " | ".join(brokers) + " | " + " | ".join(f"vs {p}" for p in peers) + " |",
             "|---|---|" + "---:|" * (len(brokers) + len(peers)),
-            *_rows(CPU_ROWS, results, brokers, peers),
+            *_rows(CPU_ROWS, results, brokers, peers, samples),
         ]
     if doc.get("not_measured"):
         lines += ["", "Not measured: " + "; ".join(f"{k}: {v}" for k, v in doc["not_measured"].items())]
     return "\n".join(lines)
 
 
-def _rows(rows: tuple[Row, ...], results: dict[str, Any], brokers: list[str], peers: list[str]) -> list[str]:
+def _rows(rows: tuple[Row, ...], results: dict[str, Any], brokers: list[str], peers: list[str],
+          samples: dict[str, Any]) -> list[str]:
     lines = []
     for row in rows:
-        values = results.get(row.key, {})
+        values, sampled = results.get(row.key, {}), samples.get(row.key, {})
         ratios = []
         for p in peers:
             r = ratio(row, values.get("mockbroker"), values.get(p))
-            ratios.append("-" if r is None else (f"**{r:.2f}**" if r <= 1.0 else f"{r:.2f}"))
+            cell = "-" if r is None else (f"**{r:.2f}**" if r <= 1.0 else f"{r:.2f}")
+            spread = paired_quartiles(row, sampled.get("mockbroker"), sampled.get(p)) if r is not None else None
+            ratios.append(cell if spread is None else f"{cell} ({spread[0]:.2f}-{spread[1]:.2f})")
         lines.append(f"| {row.label} | {row.unit} | " + " | ".join(_cell(values.get(b)) for b in brokers)
                      + " | " + " | ".join(ratios) + " |")
     return lines
@@ -96,14 +114,21 @@ def write_chart(doc: dict[str, Any], path: Path = CHART) -> None:
     height = 0.8 / max(len(peers), 1)
     for i, peer in enumerate(peers):
         values = [ratio(r, doc["results"][r.key].get("mockbroker"), doc["results"][r.key].get(peer)) for r in rows]
+        spreads = [paired_quartiles(r, doc.get("samples", {}).get(r.key, {}).get("mockbroker"),
+                                    doc.get("samples", {}).get(r.key, {}).get(peer)) for r in rows]
+        # the bar is the ratio of the medians, which can lie outside the paired middle half: whiskers clamp at 0
+        low = [max(v - q[0], 0) if v and q else 0 for v, q in zip(values, spreads, strict=True)]
+        high = [max(q[1] - v, 0) if v and q else 0 for v, q in zip(values, spreads, strict=True)]
         ys = [n + i * height for n in range(len(rows))]
-        ax.barh(ys, [v or 0 for v in values], height=height, label=f"vs {peer}")
+        ax.barh(ys, [v or 0 for v in values], height=height, label=f"vs {peer}", xerr=[low, high],
+                error_kw={"elinewidth": 0.8, "capsize": 2})
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xscale("log")
     ax.set_yticks([n + 0.4 - height / 2 for n in range(len(rows))])
     ax.set_yticklabels([r.label for r in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("mockbroker's cost / peer's cost (log scale; left of 1.0: mockbroker is faster)")
+    ax.set_xlabel("mockbroker's cost / peer's cost (log scale; left of 1.0: mockbroker is faster)\n"
+                  "whiskers: the middle half of the ratios of samples from the same repetition", fontsize=8)
     ax.set_title(f"mockbroker against its peers, {doc['date']}", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

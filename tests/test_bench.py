@@ -52,3 +52,19 @@ def test_quick_run_measures_every_row_for_mockbroker() -> None:
     for row in ROWS + CPU_ROWS:
         unit, value = table[row.label][:2]
         assert unit == row.unit and value != "-", (row.label, table[row.label])
+
+
+def test_paired_quartiles_pair_samples_of_the_same_repetition() -> None:
+    time_row, rate_row = Row("t", "time", "s"), Row("r", "rate", "MB/s", higher_is_better=True)
+    ours, theirs = [1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 1.0, 2.0, 2.0, 2.5]  # pairs: 1, 2, 1.5, 2, 2
+    assert report.paired_quartiles(time_row, ours, theirs) == (1.5, 2.0)
+    assert report.paired_quartiles(rate_row, ours, theirs) == (0.5, 2 / 3)
+    assert report.paired_quartiles(time_row, ours, theirs[:4]) is None  # a failed sample breaks the pairing
+    assert report.paired_quartiles(time_row, ours[:3], theirs[:3]) is None
+
+
+def test_the_table_shows_the_paired_spread_next_to_the_ratio() -> None:
+    doc = {"date": "2026-11-24", "machine": "test box", "repeat": 5, "brokers": ["mockbroker", "Tansu"],
+           "not_measured": {}, "results": {"c100k_produce": {"mockbroker": 1.0, "Tansu": 1.0}},
+           "samples": {"c100k_produce": {"mockbroker": [1.0, 0.9, 1.1, 0.8, 1.2], "Tansu": [1.0] * 5}}}
+    assert "| **1.00** (0.90-1.10) |" in report.markdown(doc)
