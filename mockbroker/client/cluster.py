@@ -14,6 +14,8 @@ from typing import Any
 
 from mockbroker import records as rec
 from mockbroker.client.connection import BrokerError, Connection
+from mockbroker.codec_errors import CodecError
+from mockbroker.errors import ErrorCode
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
 
@@ -202,7 +204,8 @@ class KafkaClient:
         part = self._partition_call("Fetch", topic, partition, FETCH, 12, body, partition_of)
         if part is None:
             return FetchResult([], -1, -1, -1)
-        return FetchResult(_batches(part, decode), part.high_watermark, part.last_stable_offset, part.log_start_offset)
+        return FetchResult(_batches(part, decode, f"{topic}-{partition}"), part.high_watermark,
+                           part.last_stable_offset, part.log_start_offset)
 
     def read_all(self, topic: str, partition: int, start: int, end: int, isolation_level: int = 0,
                  decode: bool = True) -> Iterator[FetchedBatch]:
@@ -269,7 +272,13 @@ class KafkaClient:
         self.close()
 
 
-def _batches(part: Any, decode: bool = True) -> list[FetchedBatch]:
+def _corrupt(where: str, offset: int | str, exc: CodecError) -> KafkaClientError:
+    """What a Kafka consumer raises as CorruptRecordException: the partition and offset of a batch that
+    does not decode (a broker storing batches unchecked, e.g. mockbroker's mock.produce.validation=envelope)."""
+    return KafkaClientError(ErrorCode.CORRUPT_MESSAGE, f"{where} batch at offset {offset} does not decode ({exc})")
+
+
+def _batches(part: Any, decode: bool = True, where: str = "?") -> list[FetchedBatch]:
     data = part.records
     if not data:
         return []
@@ -277,13 +286,20 @@ def _batches(part: Any, decode: bool = True) -> list[FetchedBatch]:
     out: list[FetchedBatch] = []
     aborting: set[int] = set()
     pending = list(aborted_from)
-    for _pos, magic, view in rec.iter_batches(data, allow_partial_tail=True):
+    try:
+        entries = list(rec.iter_batches(data, allow_partial_tail=True))
+    except CodecError as exc:
+        raise _corrupt(where, "?", exc) from None
+    for _pos, magic, view in entries:
         if magic != 2:
             raise BrokerError(f"magic {magic} batch in a Fetch v4+ answer")
-        if decode:
-            header, records, raw = *rec.decode_batch(view), None
-        else:
-            header, records, raw = rec.verify_batch(view), [], view
+        try:
+            if decode:
+                header, records, raw = *rec.decode_batch(view), None
+            else:
+                header, records, raw = rec.verify_batch(view), [], view
+        except CodecError as exc:
+            raise _corrupt(where, int.from_bytes(view[:8], "big", signed=True), exc) from None
         while pending and pending[0][0] <= header.last_offset:
             aborting.add(pending.pop(0)[1])
         is_aborted = False

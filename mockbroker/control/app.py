@@ -32,7 +32,8 @@ OPENAPI_PATH = Path(__file__).with_name("openapi.yaml")
 CLUSTER_KEY: web.AppKey[MockCluster] = web.AppKey("cluster")
 TOKEN_KEY: web.AppKey[str | None] = web.AppKey("token", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_KAFKA_STATUS = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: 404, ErrorCode.TOPIC_ALREADY_EXISTS: 409}
+_KAFKA_STATUS = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: 404, ErrorCode.TOPIC_ALREADY_EXISTS: 409,
+                 ErrorCode.CORRUPT_MESSAGE: 409}  # a stored batch that does not decode: the state, not the request
 
 
 def _fail(status: int, message: str, **extra: Any) -> web.HTTPException:

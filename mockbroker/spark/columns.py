@@ -5,7 +5,8 @@ The general decoder (:mod:`mockbroker.records.record`) builds a :class:`Record` 
 every length against the batch; here the batch has already passed its CRC check and came from a
 broker, so this loop only does what building columns needs: one pass over ``bytes`` (indexing bytes is
 faster than a memoryview), single-byte varints inline, no per-record objects.  Malformed input still
-fails (IndexError / ValueError), it just names the problem less precisely.
+fails (IndexError / ValueError: each record must fit its length and the records the data), it just
+names the problem less precisely.
 """
 
 from __future__ import annotations
@@ -76,7 +77,10 @@ def encode_columns(keys: list[bytes | None], values: list[bytes | None],
 
 def decode_columns(data: bytes, pos: int, count: int, keys: list[Any], values: list[Any], deltas: list[int],
                    ts_deltas: list[int], headers: list[Any] | None) -> None:
-    """Append ``count`` records from ``data[pos:]`` to the column lists (headers only when a list is given)."""
+    """Append ``count`` records from ``data[pos:]`` to the column lists (headers only when a list is given).
+    Records that do not fill their lengths and the data exactly raise ValueError: a batch whose CRC matches
+    damaged records (a broker that stores batches unchecked) is refused, not read as garbage."""
+    end = len(data)
     for _ in range(count):
         b = data[pos]
         if b < 0x80:
@@ -89,6 +93,8 @@ def decode_columns(data: bytes, pos: int, count: int, keys: list[Any], values: l
         else:
             length, pos = read_zigzag(data, pos, 5)
         rec_end = pos + length
+        if length < 6 or rec_end > end:  # attributes, timestamp, offset, key, value, header count: 6 bytes at least
+            raise ValueError(f"record length {length} does not fit the batch")
         b = data[pos + 1]  # after the attributes byte: the timestamp delta
         if b < 0x80:
             ts_deltas.append((b >> 1) ^ -(b & 1))
@@ -141,9 +147,13 @@ def decode_columns(data: bytes, pos: int, count: int, keys: list[Any], values: l
         else:
             values.append(data[pos:pos + size])
             pos += size
+        if pos >= rec_end:  # the header count is still to come
+            raise ValueError("a record's fields run past its length")
         if headers is not None:
             headers.append(_headers(data, pos) if data[pos] else [])
         pos = rec_end
+    if pos != end:
+        raise ValueError(f"{end - pos} bytes follow the batch's {count} records")
 
 
 def _headers(data: bytes, pos: int) -> list[dict[str, Any]]:

@@ -15,6 +15,8 @@ import pyarrow as pa
 from mockbroker import records as rec
 from mockbroker.client import KafkaClient, KafkaClientError
 from mockbroker.client.cluster import EARLIEST, FetchedBatch
+from mockbroker.codec_errors import CodecError
+from mockbroker.errors import ErrorCode
 from mockbroker.spark.columns import decode_columns
 
 SPARK_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp,"
@@ -98,16 +100,20 @@ class _Columns:
         header = batch.header
         assert batch.raw is not None
         codec = header.compression
-        if codec == rec.NONE:
-            data, pos = bytes(batch.raw), rec.HEADER_SIZE
-        else:
-            data, pos = rec.decompress(codec, batch.raw[rec.HEADER_SIZE:]), 0
         keys: list[Any] = []
         values: list[Any] = []
         deltas: list[int] = []
         ts_deltas: list[int] = []
         headers: list[Any] | None = [] if self.r.include_headers else None
-        decode_columns(data, pos, header.record_count, keys, values, deltas, ts_deltas, headers)
+        try:
+            if codec == rec.NONE:
+                data, pos = bytes(batch.raw), rec.HEADER_SIZE
+            else:
+                data, pos = rec.decompress(codec, batch.raw[rec.HEADER_SIZE:]), 0
+            decode_columns(data, pos, header.record_count, keys, values, deltas, ts_deltas, headers)
+        except (CodecError, IndexError, ValueError) as exc:  # stored unchecked (mock.produce.validation=envelope)
+            raise KafkaClientError(ErrorCode.CORRUPT_MESSAGE, f"{self.r.topic}-{self.r.partition} batch at offset "
+                                   f"{header.base_offset}: its records do not decode ({exc})") from None
         base = header.base_offset
         first, last = start - base, end - base  # the wanted offset deltas: [first, last)
         if deltas and (deltas[0] < first or deltas[-1] >= last):

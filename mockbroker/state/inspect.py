@@ -6,6 +6,8 @@ broker's own bookkeeping (producer state, last stable offset): an audit, not a m
 
 - :func:`append_records` writes plain records as one batch, as a producer without idempotence would.
 - :func:`read_records` decodes records from an offset (control records skipped, aborted ones marked).
+  A stored batch that does not decode (``mock.produce.validation=envelope`` stores batches unchecked)
+  is a KafkaError CORRUPT_MESSAGE naming its partition and offsets, here and in the audit.
 - :func:`audit_topic` counts data, committed and aborted records and transactions, and finds
   sequence gaps and duplicates per producer and duplicated values.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 from mockbroker import batches
 from mockbroker import records as rec
+from mockbroker.errors import KafkaError
 from mockbroker.state.log import PartitionLog
 
 RecordSpec = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
@@ -42,11 +45,17 @@ class DecodedBatch:
 
 
 def decoded_batches(log: PartitionLog, from_offset: int = 0) -> list[DecodedBatch]:
+    """The partition's batches from ``from_offset``, decoded; KafkaError CORRUPT_MESSAGE naming the partition
+    and offsets for a batch that does not decode (only ``mock.produce.validation=envelope`` stores one)."""
     out = []
     for stored in log.batches:
         if stored.last_offset < max(from_offset, log.log_start_offset):
             continue
-        header, records = rec.decode_batch(b"".join(bytes(b) for b in stored.buffers))
+        try:
+            header, records = batches.decode_stored(stored)
+        except KafkaError as exc:
+            raise KafkaError(exc.code, f"{log.topic}-{log.index} offsets {stored.base_offset}..{stored.last_offset}: "
+                                       f"{exc.message}") from None
         out.append(DecodedBatch(header, records))
     return out
 

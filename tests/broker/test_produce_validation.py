@@ -126,3 +126,36 @@ def test_reads_that_decode_an_unchecked_damaged_batch_answer_corrupt_message(cap
         # the connection keeps serving; reading the batch as stored (Fetch v4+) works
         assert c.call(1, 12, fetch_body("t", 0, 0)).responses[0].partitions[0].error_code == 0
     assert any("does not decode" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("make", [_bad_crc, _bad_records, _bad_lz4], ids=["crc", "records", "lz4-data"])
+def test_python_http_and_spark_reads_of_an_unchecked_damaged_batch_name_its_partition(make: object) -> None:
+    from mockbroker.client import KafkaClient, KafkaClientError
+    from mockbroker.spark.rows import Range, read_range
+    from mockbroker.state.inspect import audit_topic, read_records
+    from tests.control.openapi_check import Client
+
+    config = {"mock.produce.validation": "envelope"}
+    with MockCluster(brokers=1, topics={"t": 1}, config=config, control_port=0) as cluster, \
+            WireClient(cluster.brokers[0].port) as c:
+        assert _produce(c, bytes(_batch(2))) == 0  # offsets 0-1 decode
+        assert _produce(c, make()) == 0  # type: ignore[operator]  # offsets 2-4 do not
+        log = cluster.state.partition("t", 0)
+        for read in (lambda: read_records(log, 0), lambda: audit_topic([log])):
+            with pytest.raises(KafkaError) as info:
+                read()
+            assert info.value.code == ErrorCode.CORRUPT_MESSAGE and "t-0 offsets 2..4" in info.value.message
+        answer = Client(cluster.control_url).call("GET", "/topics/t/records?partition=0")  # type: ignore[arg-type]
+        assert answer.status == 409 and answer.json()["name"] == "CORRUPT_MESSAGE"
+        assert "t-0 offsets 2..4" in answer.json()["error"]
+        with KafkaClient(cluster.bootstrap_servers) as client:
+            assert len(client.fetch("t", 0, 0, max_bytes=1).batches) == 1  # the first batch alone: fine
+            # a raw read checks the CRC alone: a batch whose CRC matches its damage passes it (Spark decodes it later)
+            for decode in (True, False) if make is _bad_crc else (True,):
+                with pytest.raises(KafkaClientError) as client_info:
+                    client.fetch("t", 0, 0, decode=decode)
+                assert client_info.value.code == ErrorCode.CORRUPT_MESSAGE
+                assert "t-0 batch at offset 2 does not decode" in str(client_info.value)
+        with pytest.raises(KafkaClientError) as spark_info:
+            list(read_range(Range(cluster.bootstrap_servers, "t", 0, 0, 5)))
+        assert spark_info.value.code == ErrorCode.CORRUPT_MESSAGE and "t-0 batch at offset 2" in str(spark_info.value)
