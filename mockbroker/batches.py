@@ -176,10 +176,10 @@ def _record_problems(batch: memoryview, header: BatchHeader, policy: Policy) -> 
         start, path = 0, "decompressed records"
     else:
         data, start, path = batch, rec.HEADER_SIZE, "records"
-    lo, hi, _need_keys = _record_bounds(policy)
+    lo, hi, need_keys = _record_bounds(policy)
     try:
         return rec.check_records(data, start, len(data), header.record_count, header.base_timestamp,  # type: ignore[no-any-return]
-                                 lo, hi, policy.compacted, path)
+                                 lo, hi, need_keys, path)
     except CodecError as exc:  # Kafka: InvalidRecordException ("Found invalid record structure", ...)
         raise BatchRejected(ErrorCode.INVALID_RECORD, f"invalid record structure: {exc}") from None
 

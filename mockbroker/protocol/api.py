@@ -93,8 +93,7 @@ def request_header_version(api_key: int, version: int) -> int:
 def response_header_version(api_key: int, version: int) -> int:
     if api_key == API_VERSIONS_KEY:
         return 0
-    first = APIS[api_key][4]  # the first flexible version (None: none is)
-    return 1 if first is not None and version >= first else 0
+    return 1 if is_flexible(api_key, version) else 0
 
 
 @dataclass(slots=True)
