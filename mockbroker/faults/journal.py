@@ -9,8 +9,8 @@ Python (:meth:`Journal.entries`), export it as JSON lines, or read it over the H
 
 from __future__ import annotations
 
+import itertools
 import json
-import threading
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
@@ -128,21 +128,20 @@ def _thaw_produce(items: tuple[Any, ...]) -> dict[str, Any]:
 
 class Journal:
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        # Entries are added only on the event loop's thread and read from any thread: appending to a
+        # deque, taking the next number and copying the deque out are each one step under the GIL,
+        # so no lock is needed (a lock here cost a Produce ~0.3 us)
         self._entries: deque[JournalEntry] = deque(maxlen=max_entries)
-        self._seq = 0
-        self._lock = threading.Lock()
+        self._numbers = itertools.count(1)
         self.enabled = max_entries > 0
 
     def start(self, time_ms: int, broker: int, connection: str, client_id: str | None,
               client_software: str | None, api: str, api_key: int, version: int, correlation_id: int,
               about: Any, faults: tuple[int, ...]) -> JournalEntry:
         """A pending entry for a request being handled (``about`` as a dict or already frozen)."""
-        entry = JournalEntry(0, time_ms, broker, connection, client_id, client_software, api, api_key, version,
-                             correlation_id, -1.0, about, (), faults)
-        with self._lock:
-            self._seq += 1
-            entry.seq = self._seq
-            self._entries.append(entry)
+        entry = JournalEntry(next(self._numbers), time_ms, broker, connection, client_id, client_software, api,
+                             api_key, version, correlation_id, -1.0, about, (), faults)
+        self._entries.append(entry)
         return entry
 
     @staticmethod
@@ -156,8 +155,7 @@ class Journal:
 
     def entries(self, api: str | int | None = None, client_id: str | None = None, broker: int | None = None,
                 since_seq: int = 0, errors_only: bool = False) -> list[JournalEntry]:
-        with self._lock:
-            items = list(self._entries)
+        items = list(self._entries)
         out = []
         for e in items:
             if e.seq <= since_seq or (broker is not None and e.broker != broker):
@@ -172,8 +170,7 @@ class Journal:
         return out
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+        self._entries.clear()
 
     def to_jsonl(self, entries: Iterable[JournalEntry] | None = None) -> str:
         return "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n"

@@ -79,15 +79,18 @@ def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any, settings: tuple[
     policy, retention_bytes = settings
     batches = validate_produce(data, ctx.api_version, policy)
     append_time = policy.now_ms if policy.log_append_time else -1
-    if len(batches) == 1:
+    cap = ctx.cluster.memory_cap
+    first = log.next_offset
+    if len(batches) == 1:  # Produce v3+: always one batch
         batch, header = batches[0]
         if header.producer_id >= 0:
             return _append_idempotent(ctx, topic, log, batch, header, retention_bytes), append_time
-    cap = ctx.cluster.memory_cap
-    cap.admit(topic, log, sum(len(b) for b, _h in batches), len(batches))
-    first = log.next_offset
-    for batch, header in batches:
-        log.append(stored_batch(detached(batch), log.next_offset, log.leader_epoch, header))
+        cap.admit(topic, log, len(batch), 1)
+        log.append(stored_batch(detached(batch), first, log.leader_epoch, header))
+    else:
+        cap.admit(topic, log, sum([len(b) for b, _h in batches]), len(batches))
+        for batch, header in batches:
+            log.append(stored_batch(detached(batch), log.next_offset, log.leader_epoch, header))
     cap.appended(topic, log, retention_bytes)
     return first, append_time
 
@@ -120,7 +123,7 @@ def _partition(ctx: Any, topic: Any, part: Any, acks: int, settings: tuple[Polic
     try:
         if acks not in (0, 1, -1):
             raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1")
-        log = ctx.cluster.leader_partition(topic.name, part.index, ctx.broker_id)
+        log = ctx.cluster.leader_partition(topic.name, part.index, ctx.broker_id, topic)
         out.base_offset, out.log_append_time_ms = _append(ctx, topic, log, part.records, settings)
         out.log_start_offset = log.log_start_offset
     except BatchRejected as exc:
@@ -160,27 +163,32 @@ def handle(ctx: Any, req: Any) -> Any:
     responses = []
     leaders_named: set[int] = set()
     appended = False
-    if authz.enabled(ctx) and not _authorized_txn(ctx, req):
+    acls_on = authz.enabled(ctx)
+    if acls_on and not _authorized_txn(ctx, req):
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         responses = [_unknown_topic_response(td, code) for td in req.topic_data]
         return NO_RESPONSE if req.acks == 0 else RESP.ProduceResponse(responses=responses)
+    by_id = ctx.api_version >= 13
     for td in req.topic_data:
-        if ctx.api_version < 13 and not authz.authorize(ctx, authz.WRITE, authz.TOPIC, td.name):
+        if acls_on and not by_id and not authz.authorize(ctx, authz.WRITE, authz.TOPIC, td.name):
             responses.append(_unknown_topic_response(td, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
         try:
-            topic = ctx.cluster.topic_by_id(td.topic_id) if ctx.api_version >= 13 else ctx.cluster.topic(td.name)
+            topic = ctx.cluster.topic_by_id(td.topic_id) if by_id else ctx.cluster.topic(td.name)
         except KafkaError as exc:
             responses.append(_unknown_topic_response(td, exc.code))
             continue
-        if ctx.api_version >= 13 and not authz.authorize(ctx, authz.WRITE, authz.TOPIC, topic.name):
+        if acls_on and by_id and not authz.authorize(ctx, authz.WRITE, authz.TOPIC, topic.name):
             responses.append(_unknown_topic_response(td, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
         settings = _settings(ctx, topic)  # once per topic: every partition's batches meet the same policy
         parts = [_partition(ctx, topic, p, req.acks, settings) for p in td.partition_data]
-        leaders_named.update(p.current_leader.leader_id for p in parts if p.error_code == 6)
+        for p in parts:
+            if p.error_code == 0:
+                appended = True
+            elif p.error_code == 6:  # NOT_LEADER_OR_FOLLOWER: its leader's endpoint goes in the answer (v10+)
+                leaders_named.add(p.current_leader.leader_id)
         responses.append(RESP.TopicProduceResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
-        appended = appended or any(p.error_code == 0 for p in parts)
     if appended and ctx.cluster.drop_produce_responses > 0:
         ctx.cluster.drop_produce_responses -= 1
         raise CloseConnection("test hook drop_produce_responses: data appended, closing before the answer")

@@ -361,15 +361,17 @@ class ClusterState:
         return self.create_topic(name, replication_factor=min(
             self.config["default.replication.factor"], max(1, len(self.brokers))))
 
-    def partition(self, name: str, index: int) -> PartitionLog:
-        topic = self.topic(name)
+    def partition(self, name: str, index: int, topic: Topic | None = None) -> PartitionLog:
+        """Partition ``index`` of topic ``name`` (``topic``: that topic, already looked up)."""
+        if topic is None:
+            topic = self.topic(name)
         if not 0 <= index < len(topic.partitions):
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name!r} has no partition {index}")
         return topic.partitions[index]
 
-    def leader_partition(self, name: str, index: int, broker_id: int) -> PartitionLog:
+    def leader_partition(self, name: str, index: int, broker_id: int, topic: Topic | None = None) -> PartitionLog:
         """The partition, checked to be led by ``broker_id`` (NOT_LEADER_OR_FOLLOWER otherwise)."""
-        log = self.partition(name, index)
+        log = self.partition(name, index, topic)
         if log.leader != broker_id:
             raise KafkaError(
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
