@@ -59,20 +59,25 @@ logger = logging.getLogger("mockbroker.produce")
 
 
 def _settings(ctx: Any, topic: Any) -> tuple[Policy, int]:
-    """The topic's record policy, and the retention.bytes applied at append (-1: none; memory_cap)."""
+    """The topic's record policy (its now_ms set to this request's time), and the retention.bytes
+    applied at append (-1: none; memory_cap).  One Policy per topic is kept and reused: a request uses
+    it only while its handler runs, which never waits."""
     cfg = topic.config
     cached = topic.answer_cache.get("produce policy")
     if cached is None or cached[0] != cfg.generation:  # read the configs again only after they change
         deletes = "delete" in cfg["cleanup.policy"]
-        cached = topic.answer_cache["produce policy"] = (cfg.generation, (
-            cfg["max.message.bytes"], cfg["compression.type"], cfg["message.timestamp.type"] == "LogAppendTime",
-            cfg["message.timestamp.before.max.ms"], cfg["message.timestamp.after.max.ms"],
-            "compact" in cfg["cleanup.policy"], int(cfg["retention.bytes"]) if deletes else -1,
-            ctx.cluster.config["mock.produce.validation"] != "envelope"))  # the generation counts broker changes
-    max_bytes, compression, log_append, before, after, compacted, retention_bytes, strict = cached[1]
-    return Policy(max_message_bytes=max_bytes, compression=compression, log_append_time=log_append,
-                  before_max_ms=before, after_max_ms=after, now_ms=ctx.cluster.clock.now_ms(),
-                  compacted=compacted, check_records=strict), retention_bytes
+        policy = Policy(max_message_bytes=cfg["max.message.bytes"], compression=cfg["compression.type"],
+                        log_append_time=cfg["message.timestamp.type"] == "LogAppendTime",
+                        before_max_ms=cfg["message.timestamp.before.max.ms"],
+                        after_max_ms=cfg["message.timestamp.after.max.ms"], now_ms=0,
+                        compacted="compact" in cfg["cleanup.policy"],
+                        check_records=ctx.cluster.config["mock.produce.validation"] != "envelope")
+        # the generation counts broker config changes too
+        cached = topic.answer_cache["produce policy"] = (
+            cfg.generation, (policy, int(cfg["retention.bytes"]) if deletes else -1))
+    settings: tuple[Policy, int] = cached[1]
+    settings[0].now_ms = ctx.cluster.clock.now_ms()
+    return settings
 
 
 def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any, settings: tuple[Policy, int]) -> tuple[int, int]:

@@ -144,14 +144,16 @@ def _read_client_id(buf: memoryview) -> tuple[str | None, int]:
         raise InvalidValueError("client id is not valid UTF-8", 10, "RequestHeader") from None
 
 
-def decode_request(frame: bytes | memoryview, allow_trailing: bool = False) -> Request:
+def decode_request(frame: bytes | memoryview, allow_trailing: bool = False,
+                   prefix: tuple[int, int, int] | None = None) -> Request:
     """Decode a whole request frame (header and body); raises CodecError on any bad byte.
 
     Kafka ignores bytes after the end of a request body, and librdkafka relies on it (its
     "all topics" Metadata v9+ request carries three stray zero bytes).  With ``allow_trailing``
-    they are counted in ``Request.trailing_bytes`` instead of rejected."""
+    they are counted in ``Request.trailing_bytes`` instead of rejected.  ``prefix`` is what
+    :func:`peek_header` already read of this frame."""
     buf = frame if isinstance(frame, memoryview) else memoryview(frame)
-    api_key, version, corr = peek_header(buf)
+    api_key, version, corr = prefix or peek_header(buf)
     entry = APIS.get(api_key)
     if entry is None:
         raise UnknownApiError(f"unknown api key {api_key}", 0)

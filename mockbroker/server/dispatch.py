@@ -89,9 +89,10 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
     if sasl is not None and sasl.raw_tokens:
         return _raw_sasl_token(broker, conn, frame)
     try:
-        api_key, version, correlation_id = api.peek_header(frame)
+        prefix = api.peek_header(frame)
     except CodecError as exc:
         raise CloseConnection(f"unreadable request header: {exc}") from None
+    api_key, version, correlation_id = prefix
     handler = HANDLERS.get(api_key) or handler_for(api_key)
     if handler is None:
         raise CloseConnection(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
@@ -109,7 +110,7 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
             f"{name} v{version} is not supported (we speak v{handler.min_version}-{handler.max_version})"
         )
     try:
-        request = api.decode_request(frame, allow_trailing=True)
+        request = api.decode_request(frame, True, prefix)
     except CodecError as exc:
         raise CloseConnection(f"malformed {name} v{version} request: {exc}") from None
     if request.trailing_bytes:
