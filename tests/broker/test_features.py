@@ -109,3 +109,15 @@ def test_update_features_validate_only_and_v2_shape(single: MockCluster) -> None
         resp = c.call(57, 0, UF.UpdateFeaturesRequest(timeout_ms=1000, feature_updates=[
             UF.FeatureUpdateKey(feature="group.version", max_version_level=0, allow_downgrade=False)]))
         assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION
+
+
+def test_every_api_versions_answer_lists_the_registry(single: MockCluster) -> None:
+    """The API list is built once and keeps its encoding per version: repeated and mixed-version asks
+    all read back the registry's ranges."""
+    from mockbroker.handlers.registry import api_versions_list
+
+    expected = [tuple(t) for t in api_versions_list()]
+    with WireClient(single.brokers[0].port) as c:
+        for version in (0, 3, 4, 0, 1, 3, 2, 4):
+            got = [(k.api_key, k.min_version, k.max_version) for k in versions(c, version).api_keys]
+            assert got == expected, version
