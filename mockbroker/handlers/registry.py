@@ -24,11 +24,6 @@ class Handler:
     min_version: int
     max_version: int
     fn: Callable[..., Any]
-    name: str = ""  # the API's name (Produce, Fetch, ...): logs and the journal read it on every request
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            object.__setattr__(self, "name", api.api_name(self.api_key))
 
 
 HANDLERS: dict[int, Handler] = {}
