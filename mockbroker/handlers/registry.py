@@ -14,6 +14,7 @@ from typing import Any
 
 from mockbroker.handlers.index import HANDLER_INDEX
 from mockbroker.protocol import api
+from mockbroker.protocol.runtime import EncodedList
 
 NO_RESPONSE = object()  # a handler's answer when Kafka sends nothing back (Produce with acks=0)
 
@@ -52,3 +53,17 @@ def handler_for(api_key: int) -> Handler | None:
 
 def api_versions_list() -> list[tuple[int, int, int]]:
     return [(key, lo, hi) for key, (_module, lo, hi) in sorted(HANDLER_INDEX.items())]
+
+
+_api_version_keys: EncodedList | None = None  # the ranges never change in a running process
+
+
+def api_version_keys() -> EncodedList:
+    """:func:`api_versions_list` as ApiVersionsResponse entries, built once and keeping their encoding
+    (an EncodedList): every connection's first request answers with them."""
+    global _api_version_keys
+    if _api_version_keys is None:
+        resp = api.response_module(18)
+        _api_version_keys = EncodedList(resp.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                                        for k, lo, hi in api_versions_list())
+    return _api_version_keys

@@ -26,7 +26,7 @@ from mockbroker.codec_errors import CodecError
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults import inject
 from mockbroker.faults.facts import journal_about, request_facts, response_error_codes
-from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_versions_list, handler_for
+from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_version_keys, handler_for
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import Struct
 from mockbroker.server import throttle
@@ -64,7 +64,7 @@ def _unsupported_api_versions(correlation_id: int) -> list[Any]:
     m = api.response_module(18)
     body = m.ApiVersionsResponse(
         error_code=ErrorCode.UNSUPPORTED_VERSION,
-        api_keys=[m.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in api_versions_list()],
+        api_keys=api_version_keys(),
     )
     return api.encode_response(18, 0, correlation_id, body)
 
