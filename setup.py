@@ -1,5 +1,7 @@
 """Build hook for the optional C speedups (mockbroker/records/_speedups.c: record checks;
-mockbroker/protocol/_fastproduce.c: the Produce request/response codec).
+mockbroker/protocol/_fastproduce.c: the Produce request/response codec; mockbroker/handlers/_producelane.c:
+the usual Produce request from frame to answer; mockbroker/records/batch_checks.h: the batch checks the
+first and last share).
 
 Everything else about the package lives in pyproject.toml.  The extension is optional: where no C
 compiler is available the build goes on without it and mockbroker uses its pure-Python checks
@@ -13,12 +15,21 @@ setup(
         Extension(
             "mockbroker.records._speedups",
             sources=["mockbroker/records/_speedups.c"],
+            depends=["mockbroker/records/batch_checks.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
         Extension(
             "mockbroker.protocol._fastproduce",
             sources=["mockbroker/protocol/_fastproduce.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "mockbroker.handlers._producelane",
+            sources=["mockbroker/handlers/_producelane.c"],
+            depends=["mockbroker/records/batch_checks.h"],
+            include_dirs=["mockbroker/records"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

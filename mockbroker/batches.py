@@ -175,7 +175,7 @@ def _validate_v2(batch: memoryview, version: int, policy: Policy, header: BatchH
 def _record_problems(batch: memoryview, header: BatchHeader, policy: Policy) -> list[tuple[int, str]]:
     """Kafka's per-record checks (LogValidator), decompressing first: [(record index, problem)]."""
     if header.compression:
-        data = _decompressed(batch, header.compression)
+        data = decompressed(batch, header.compression)
         start, path = 0, "decompressed records"
     else:
         data, start, path = batch, rec.HEADER_SIZE, "records"
@@ -208,7 +208,7 @@ def _verified_header(batch: memoryview, check_crc: bool = True) -> Any:
         raise BatchRejected(ErrorCode.INVALID_RECORD, f"invalid record batch: {exc}") from None
 
 
-def _decompressed(batch: memoryview, codec: int) -> memoryview:
+def decompressed(batch: memoryview, codec: int) -> memoryview:
     """The batch's records, decompressed within the cap (records.compression.DEFAULT_MAX_SIZE).
 
     Kafka answers data its codec cannot read with UNKNOWN_SERVER_ERROR (a KafkaException, "Failed

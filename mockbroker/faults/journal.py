@@ -137,10 +137,11 @@ class Journal:
 
     def start(self, time_ms: int, broker: int, connection: str, client_id: str | None,
               client_software: str | None, api: str, api_key: int, version: int, correlation_id: int,
-              about: Any, faults: tuple[int, ...]) -> JournalEntry:
-        """A pending entry for a request being handled (``about`` as a dict or already frozen)."""
+              about: Any, faults: tuple[int, ...], latency_ms: float = -1.0, outcome: str = "pending") -> JournalEntry:
+        """A pending entry for a request being handled (``about`` as a dict or already frozen), or with
+        ``latency_ms`` and ``outcome`` one already answered without errors (the produce lane's)."""
         entry = JournalEntry(next(self._numbers), time_ms, broker, connection, client_id, client_software, api,
-                             api_key, version, correlation_id, -1.0, about, (), faults)
+                             api_key, version, correlation_id, latency_ms, about, (), faults, outcome)
         self._entries.append(entry)
         return entry
 

@@ -58,7 +58,7 @@ RESP = api.response_module(0)
 logger = logging.getLogger("mockbroker.produce")
 
 
-def _settings(ctx: Any, topic: Any) -> tuple[Policy, int]:
+def settings(cluster: Any, topic: Any) -> tuple[Policy, int]:
     """The topic's record policy (its now_ms set to this request's time), and the retention.bytes
     applied at append (-1: none; memory_cap).  One Policy per topic is kept and reused: a request uses
     it only while its handler runs, which never waits."""
@@ -71,13 +71,13 @@ def _settings(ctx: Any, topic: Any) -> tuple[Policy, int]:
                         before_max_ms=cfg["message.timestamp.before.max.ms"],
                         after_max_ms=cfg["message.timestamp.after.max.ms"], now_ms=0,
                         compacted="compact" in cfg["cleanup.policy"],
-                        check_records=ctx.cluster.config["mock.produce.validation"] != "envelope")
+                        check_records=cluster.config["mock.produce.validation"] != "envelope")
         # the generation counts broker config changes too
         cached = topic.answer_cache["produce policy"] = (
             cfg.generation, (policy, int(cfg["retention.bytes"]) if deletes else -1))
-    settings: tuple[Policy, int] = cached[1]
-    settings[0].now_ms = ctx.cluster.clock.now_ms()
-    return settings
+    current: tuple[Policy, int] = cached[1]
+    current[0].now_ms = cluster.clock.now_ms()
+    return current
 
 
 def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any, settings: tuple[Policy, int]) -> tuple[int, int]:
@@ -186,8 +186,8 @@ def handle(ctx: Any, req: Any) -> Any:
         if acls_on and by_id and not authz.authorize(ctx, authz.WRITE, authz.TOPIC, topic.name):
             responses.append(_unknown_topic_response(td, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
-        settings = _settings(ctx, topic)  # once per topic: every partition's batches meet the same policy
-        parts = [_partition(ctx, topic, p, req.acks, settings) for p in td.partition_data]
+        topic_settings = settings(ctx.cluster, topic)  # once per topic: every partition's batches meet the same policy
+        parts = [_partition(ctx, topic, p, req.acks, topic_settings) for p in td.partition_data]
         for p in parts:
             if p.error_code == 0:
                 appended = True

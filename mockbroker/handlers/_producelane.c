@@ -1,0 +1,632 @@
+/* The produce lane: a usual Produce request (v3-12), from its frame to its encoded answer, in one C call.
+
+   mockbroker/handlers/produce_lane.py decides when the lane may be tried (no fault rules, quotas, ACLs,
+   SASL or network partition) and what it must not touch; this file takes the request only when every
+   partition would be appended by the Python path without a word to say (see the docstring of
+   produce_lane.py for the list) and otherwise answers None *before changing anything*: the generated
+   codec and the Produce handler then run and decide, name and log whatever is unusual.
+
+   setup(StoredBatch, batch_overhead, frame_slack, settings_key)
+       Once: where StoredBatch's slots live, memory_cap's BATCH_OVERHEAD and FRAME_SLACK, and the
+       answer_cache key under which produce_lane.py keeps each topic's lane settings.
+
+   produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,
+           journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)
+       ``frame`` is the request without its size prefix (a memoryview).  A Topic: its lane settings are
+       missing or stale (produce_lane.py stores them and calls again).  Otherwise the batches are
+       appended (StoredBatch objects through PartitionLog.append, so fetch waiters are woken as usual),
+       ``answer`` is the whole response frame (a bytearray), ``counted_bytes`` what memory_cap counts for
+       them, ``journal_pairs`` the topic and partition pairs the journal keeps of a Produce (None when
+       ``journal`` is false).
+
+   tests/broker/test_produce_lane.py holds the lane equal to the Python path: the same answer bytes,
+   stored batches, log state, memory count and journal entries, on generated requests good and bad.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "batch_checks.h"
+
+#define STORED_SLOTS 8
+
+static const char *const STORED_NAMES[STORED_SLOTS] = {
+    "base_offset", "last_offset", "max_timestamp", "size", "buffers", "producer_id", "is_transactional",
+    "is_control",
+};
+
+static PyTypeObject *stored_type = NULL;
+static Py_ssize_t stored_offset[STORED_SLOTS];
+static Py_ssize_t batch_overhead = 0, frame_slack = 0;
+static PyObject *settings_key = NULL;
+static PyObject *s_answer_cache, *s_config, *s_generation, *s_partitions, *s_leader, *s_leader_epoch,
+    *s_next_offset, *s_log_start_offset, *s_append;
+
+#define STORED_SLOT(obj, i) (*(PyObject **)((char *)(obj) + stored_offset[i]))
+
+static int intern(PyObject **slot, const char *name) {
+    if (*slot == NULL && (*slot = PyUnicode_InternFromString(name)) == NULL) return -1;
+    return 0;
+}
+
+static PyObject *setup(PyObject *self, PyObject *args) {
+    PyObject *cls, *key;
+    Py_ssize_t overhead, slack;
+    if (!PyArg_ParseTuple(args, "OnnU:setup", &cls, &overhead, &slack, &key)) return NULL;
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "setup() takes the StoredBatch class");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)cls;
+    for (int i = 0; i < STORED_SLOTS; i++) {
+        PyObject *descr = PyDict_GetItemString(type->tp_dict, STORED_NAMES[i]);
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, STORED_NAMES[i]);
+            return NULL;
+        }
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a plain slot", type->tp_name, STORED_NAMES[i]);
+            return NULL;
+        }
+        stored_offset[i] = member->offset;
+    }
+    if (type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + STORED_SLOTS * sizeof(PyObject *))) {
+        PyErr_Format(PyExc_TypeError, "%s has slots this module does not know", type->tp_name);
+        return NULL;
+    }
+    if (intern(&s_answer_cache, "answer_cache") || intern(&s_config, "config") ||
+        intern(&s_generation, "_generation") || intern(&s_partitions, "partitions") ||
+        intern(&s_leader, "leader") || intern(&s_leader_epoch, "leader_epoch") ||
+        intern(&s_next_offset, "next_offset") || intern(&s_log_start_offset, "log_start_offset") ||
+        intern(&s_append, "append"))
+        return NULL;
+    Py_XSETREF(stored_type, (PyTypeObject *)Py_NewRef(cls));
+    Py_XSETREF(settings_key, Py_NewRef(key));
+    batch_overhead = overhead;
+    frame_slack = slack;
+    Py_RETURN_NONE;
+}
+
+/* ---- reading the request -------------------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *b;
+    Py_ssize_t len, pos;
+    int flexible;
+} Reader;
+
+static int take(Reader *r, Py_ssize_t n) { return r->len - r->pos >= n; }
+
+static int read_i16(Reader *r, int16_t *out) {
+    if (!take(r, 2)) return 0;
+    *out = be16(r->b + r->pos);
+    r->pos += 2;
+    return 1;
+}
+
+static int read_i32(Reader *r, int32_t *out) {
+    if (!take(r, 4)) return 0;
+    *out = be32(r->b + r->pos);
+    r->pos += 4;
+    return 1;
+}
+
+/* A length or count: -1 for null; 0 on a problem. */
+static int read_size(Reader *r, int wide, int64_t *out) {
+    if (r->flexible) {
+        uint64_t value = 0;
+        for (int shift = 0; shift <= 28; shift += 7) {
+            if (!take(r, 1)) return 0;
+            unsigned char byte = r->b[r->pos++];
+            value |= (uint64_t)(byte & 0x7F) << shift;
+            if (byte < 0x80) {
+                if (value > 0xFFFFFFFFu) return 0;
+                *out = (int64_t)value - 1;
+                return 1;
+            }
+        }
+        return 0;
+    }
+    if (wide) {
+        int32_t n;
+        if (!read_i32(r, &n)) return 0;
+        *out = n;
+        return 1;
+    }
+    int16_t n;
+    if (!read_i16(r, &n)) return 0;
+    *out = n;
+    return 1;
+}
+
+/* A count that is not null and cannot claim more elements than bytes are left. */
+static int read_count(Reader *r, Py_ssize_t *out) {
+    int64_t n;
+    if (!read_size(r, 1, &n) || n < 0 || n > r->len - r->pos) return 0;
+    *out = (Py_ssize_t)n;
+    return 1;
+}
+
+static int no_tags(Reader *r) {
+    if (!r->flexible) return 1;
+    if (!take(r, 1)) return 0;
+    return r->b[r->pos++] == 0;
+}
+
+typedef struct {
+    Py_ssize_t start, len;  /* the records in the frame */
+    int32_t index;
+    PyObject *log;          /* owned once the partition is checked */
+    BatchFields f;
+    int64_t base_offset, log_start_offset;
+} Part;
+
+typedef struct {
+    PyObject *name;         /* owned */
+    PyObject *partitions;   /* owned: the topic's list */
+    Py_ssize_t name_pos, name_len, first, count;
+    Py_ssize_t max_bytes;
+    int64_t lo, hi;
+    int need_keys, check_records;
+} TopicPlan;
+
+typedef struct {
+    TopicPlan *topics;
+    Part *parts;
+    Py_ssize_t ntopics, nparts;
+} Plan;
+
+static void plan_free(Plan *p) {
+    for (Py_ssize_t i = 0; i < p->nparts; i++) Py_XDECREF(p->parts[i].log);
+    for (Py_ssize_t i = 0; i < p->ntopics; i++) {
+        Py_XDECREF(p->topics[i].name);
+        Py_XDECREF(p->topics[i].partitions);
+    }
+    PyMem_Free(p->topics);
+    PyMem_Free(p->parts);
+}
+
+/* The body, when it has the usual shape (no transactional id, acks 1 or -1, records for every
+   partition, no tagged fields, nothing after it); 0 otherwise. */
+static int read_body(Reader *r, Plan *p) {
+    int64_t n;
+    int16_t acks;
+    int32_t timeout;
+    Py_ssize_t ntopics;
+    if (!read_size(r, 0, &n) || n != -1) return 0;  /* a transactional id: the Python path */
+    if (!read_i16(r, &acks) || (acks != 1 && acks != -1) || !read_i32(r, &timeout) || !read_count(r, &ntopics))
+        return 0;
+    if (ntopics == 0) return 0;
+    p->topics = PyMem_Calloc(ntopics, sizeof(TopicPlan));
+    Py_ssize_t cap = 4;
+    p->parts = PyMem_Malloc(cap * sizeof(Part));
+    if (p->topics == NULL || p->parts == NULL) return 0;
+    for (Py_ssize_t t = 0; t < ntopics; t++) {
+        TopicPlan *tp = &p->topics[p->ntopics++];
+        if (!read_size(r, 0, &n) || n < 0 || !take(r, n)) return 0;
+        tp->name_pos = r->pos;
+        tp->name_len = (Py_ssize_t)n;
+        tp->name = PyUnicode_DecodeUTF8((const char *)r->b + r->pos, tp->name_len, NULL);
+        if (tp->name == NULL) return 0;
+        r->pos += tp->name_len;
+        Py_ssize_t nparts;
+        if (!read_count(r, &nparts) || nparts == 0) return 0;
+        tp->first = p->nparts;
+        tp->count = nparts;
+        for (Py_ssize_t i = 0; i < nparts; i++) {
+            if (p->nparts == cap) {
+                cap *= 2;
+                Part *grown = PyMem_Realloc(p->parts, cap * sizeof(Part));
+                if (grown == NULL) return 0;
+                p->parts = grown;
+            }
+            Part *part = &p->parts[p->nparts++];
+            part->log = NULL;
+            if (!read_i32(r, &part->index) || !read_size(r, 1, &n) || n <= 0 || !take(r, n)) return 0;
+            part->start = r->pos;
+            part->len = (Py_ssize_t)n;
+            r->pos += part->len;
+            if (!no_tags(r)) return 0;
+        }
+        if (!no_tags(r)) return 0;
+    }
+    return no_tags(r) && r->pos == r->len;
+}
+
+/* ---- checking each partition ------------------------------------------------------------------ */
+
+static int as_int64(PyObject *obj, int64_t *out) {
+    if (obj == NULL || !PyLong_Check(obj)) return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* a + b and a - b clamped to int64, as records.check clamps the Python-int bounds */
+static int64_t clamped_add(int64_t a, int64_t b) {
+    int64_t out;
+    if (__builtin_add_overflow(a, b, &out)) return b > 0 ? INT64_MAX : INT64_MIN;
+    return out;
+}
+
+static int64_t clamped_sub(int64_t a, int64_t b) {
+    int64_t out;
+    if (__builtin_sub_overflow(a, b, &out)) return b > 0 ? INT64_MIN : INT64_MAX;
+    return out;
+}
+
+/* The topic's lane settings: 1 when usable, 0 when the Python path must run, 2 when they must be
+   (re)computed first, -1 on error.  The stored tuple: (topic generation, broker generation, eligible,
+   max.message.bytes, timestamp before max ms, after max ms, keys required, records checked). */
+static int topic_settings(PyObject *topic, TopicPlan *tp, PyObject *broker_generation, int64_t now_ms) {
+    PyObject *cache = PyObject_GetAttr(topic, s_answer_cache);
+    if (cache == NULL) return -1;
+    PyObject *entry = PyDict_Check(cache) ? PyDict_GetItemWithError(cache, settings_key) : NULL;
+    Py_DECREF(cache);
+    if (entry == NULL) return PyErr_Occurred() ? -1 : 2;
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 8) return 2;
+    PyObject *config = PyObject_GetAttr(topic, s_config);
+    if (config == NULL) return -1;
+    PyObject *generation = PyObject_GetAttr(config, s_generation);
+    Py_DECREF(config);
+    if (generation == NULL) return -1;
+    int same = PyObject_RichCompareBool(generation, PyTuple_GET_ITEM(entry, 0), Py_EQ);
+    Py_DECREF(generation);
+    if (same < 0) return -1;
+    if (same) same = PyObject_RichCompareBool(broker_generation, PyTuple_GET_ITEM(entry, 1), Py_EQ);
+    if (same < 0) return -1;
+    if (!same) return 2;
+    int64_t max_bytes, before, after;
+    if (PyTuple_GET_ITEM(entry, 2) != Py_True) return 0;
+    if (!as_int64(PyTuple_GET_ITEM(entry, 3), &max_bytes) || !as_int64(PyTuple_GET_ITEM(entry, 4), &before) ||
+        !as_int64(PyTuple_GET_ITEM(entry, 5), &after))
+        return 0;
+    tp->max_bytes = max_bytes > PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : max_bytes < 0 ? -1 : (Py_ssize_t)max_bytes;
+    tp->lo = clamped_sub(now_ms, before);
+    tp->hi = clamped_add(now_ms, after);
+    tp->need_keys = PyTuple_GET_ITEM(entry, 6) == Py_True;
+    tp->check_records = PyTuple_GET_ITEM(entry, 7) == Py_True;
+    return 1;
+}
+
+/* The records of a compressed batch, through ``decompress`` (batches._decompressed): 1, 0 (they do not
+   pass, or do not decompress: the Python path names why), -1 on error. */
+static int compressed_records_pass(PyObject *frame, Part *part, PyObject *decompress, TopicPlan *tp) {
+    PyObject *batch = PySequence_GetSlice(frame, part->start, part->start + part->len);
+    if (batch == NULL) return -1;
+    PyObject *data = PyObject_CallFunction(decompress, "Oi", batch, part->f.attributes & 0x07);
+    Py_DECREF(batch);
+    if (data == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(data);
+        return -1;
+    }
+    int ok = records_pass(view.buf, 0, view.len, part->f.record_count, part->f.base_timestamp, tp->lo, tp->hi, 1,
+                          tp->need_keys);
+    PyBuffer_Release(&view);
+    Py_DECREF(data);
+    return ok;
+}
+
+/* 1 when the partition is led here and its batch passes every check; 0: the Python path; -1: error. */
+static int check_part(PyObject *frame, const unsigned char *b, Part *part, TopicPlan *tp, long broker_id,
+                      int version, PyObject *crc32c, PyObject *decompress) {
+    if (part->index < 0 || part->index >= PyList_GET_SIZE(tp->partitions)) return 0;
+    part->log = Py_NewRef(PyList_GET_ITEM(tp->partitions, part->index));
+    PyObject *leader = PyObject_GetAttr(part->log, s_leader);
+    if (leader == NULL) return -1;
+    int64_t leader_id;
+    int led = as_int64(leader, &leader_id) && leader_id == broker_id;
+    Py_DECREF(leader);
+    if (!led) return 0;
+    int ok = envelope(b + part->start, part->len, version, tp->max_bytes, tp->check_records ? crc32c : Py_None,
+                      &part->f);
+    if (ok <= 0) return ok;
+    if (part->f.producer_id >= 0) return 0;  /* idempotent: the producer state lives in Python */
+    if (!tp->check_records) return 1;
+    if ((part->f.attributes & 0x07) == 0)
+        return records_pass(b + part->start, HEADER_SIZE, part->len, part->f.record_count, part->f.base_timestamp,
+                            tp->lo, tp->hi, 1, tp->need_keys);
+    return compressed_records_pass(frame, part, decompress, tp);
+}
+
+/* ---- appending ------------------------------------------------------------------------------- */
+
+static int get_int64(PyObject *obj, PyObject *name, int64_t *out) {
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) return 0;
+    int ok = as_int64(value, out);
+    Py_DECREF(value);
+    if (!ok && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%U is not a 64-bit int", name);
+    return ok;
+}
+
+/* The records view a stored batch keeps: a slice of the frame, or of a copy when the batch is a small
+   part of it (memory_cap.detached). */
+static PyObject *stored_view(PyObject *frame, Py_ssize_t frame_size, Part *part, const unsigned char *b) {
+    if (frame_size > 2 * part->len + frame_slack) {
+        PyObject *copy = PyBytes_FromStringAndSize((const char *)b + part->start, part->len);
+        if (copy == NULL) return NULL;
+        PyObject *view = PyMemoryView_FromObject(copy);
+        Py_DECREF(copy);
+        if (view == NULL) return NULL;
+        PyObject *tail = PySequence_GetSlice(view, 16, part->len);
+        Py_DECREF(view);
+        return tail;
+    }
+    return PySequence_GetSlice(frame, part->start + 16, part->start + part->len);
+}
+
+static PyObject *new_stored(Part *part, int64_t base, PyObject *buffers) {
+    PyObject *obj = stored_type->tp_alloc(stored_type, 0);
+    if (obj == NULL) return NULL;
+    PyObject *values[STORED_SLOTS] = {
+        PyLong_FromLongLong(base), PyLong_FromLongLong(base + part->f.last_offset_delta),
+        PyLong_FromLongLong(part->f.max_timestamp), PyLong_FromSsize_t(part->len), Py_NewRef(buffers),
+        PyLong_FromLongLong(part->f.producer_id), PyBool_FromLong(part->f.attributes & 0x10),
+        Py_NewRef(Py_False),
+    };
+    int failed = 0;
+    for (int i = 0; i < STORED_SLOTS; i++) {
+        if (values[i] == NULL) failed = 1;
+        STORED_SLOT(obj, i) = values[i];
+    }
+    if (failed) {
+        Py_DECREF(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned char *b, Part *part) {
+    int64_t base, epoch;
+    if (!get_int64(part->log, s_next_offset, &base) || !get_int64(part->log, s_leader_epoch, &epoch)) return -1;
+    unsigned char prefix[16];
+    uint64_t fields[2] = {(uint64_t)base, ((uint64_t)(uint32_t)(part->len - 12) << 32) | (uint32_t)epoch};
+    for (int i = 0; i < 16; i++) prefix[i] = (unsigned char)(fields[i / 8] >> (8 * (7 - i % 8)));
+    PyObject *view = stored_view(frame, frame_size, part, b);
+    if (view == NULL) return -1;
+    PyObject *head = PyBytes_FromStringAndSize((const char *)prefix, 16);
+    if (head == NULL) {
+        Py_DECREF(view);
+        return -1;
+    }
+    PyObject *buffers = PyTuple_Pack(2, head, view);
+    Py_DECREF(head);
+    Py_DECREF(view);
+    if (buffers == NULL) return -1;
+    PyObject *stored = new_stored(part, base, buffers);
+    Py_DECREF(buffers);
+    if (stored == NULL) return -1;
+    PyObject *done = PyObject_CallMethodOneArg(part->log, s_append, stored);
+    Py_DECREF(stored);
+    if (done == NULL) return -1;
+    Py_DECREF(done);
+    part->base_offset = base;
+    return get_int64(part->log, s_log_start_offset, &part->log_start_offset) ? 0 : -1;
+}
+
+/* ---- the answer ------------------------------------------------------------------------------ */
+
+typedef struct {
+    unsigned char *p;
+    int flexible;
+} Out;
+
+static void put(Out *o, uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; i--) *o->p++ = (unsigned char)(v >> (8 * i));
+}
+
+static void put_uvarint(Out *o, uint64_t v) {
+    while (v >= 0x80) {
+        *o->p++ = (unsigned char)((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    *o->p++ = (unsigned char)v;
+}
+
+static void put_size(Out *o, int64_t n, int wide) {  /* n = -1: null */
+    if (o->flexible)
+        put_uvarint(o, (uint64_t)(n + 1));
+    else
+        put(o, (uint64_t)n, wide ? 4 : 2);
+}
+
+#define PART_BYTES 48   /* index, error, 3 offsets, record errors, error message, tags: at most */
+#define TOPIC_BYTES 16  /* name length, partition count, tags: at most */
+
+static PyObject *encode_answer(const unsigned char *b, Plan *p, int version) {
+    Py_ssize_t bound = 32;
+    for (Py_ssize_t t = 0; t < p->ntopics; t++) bound += TOPIC_BYTES + p->topics[t].name_len;
+    bound += PART_BYTES * p->nparts;
+    PyObject *answer = PyByteArray_FromStringAndSize(NULL, bound);
+    if (answer == NULL) return NULL;
+    unsigned char *start = (unsigned char *)PyByteArray_AS_STRING(answer);
+    Out o = {start + 4, version >= 9};
+    memcpy(o.p, b + 4, 4);  /* the correlation id */
+    o.p += 4;
+    if (o.flexible) *o.p++ = 0;  /* response header v1: no tagged fields */
+    put_size(&o, p->ntopics, 1);
+    for (Py_ssize_t t = 0; t < p->ntopics; t++) {
+        TopicPlan *tp = &p->topics[t];
+        put_size(&o, tp->name_len, 0);
+        memcpy(o.p, b + tp->name_pos, tp->name_len);
+        o.p += tp->name_len;
+        put_size(&o, tp->count, 1);
+        for (Py_ssize_t i = tp->first; i < tp->first + tp->count; i++) {
+            Part *part = &p->parts[i];
+            put(&o, (uint32_t)part->index, 4);
+            put(&o, 0, 2);
+            put(&o, (uint64_t)part->base_offset, 8);
+            put(&o, (uint64_t)-1, 8);  /* log_append_time_ms (v2+): CreateTime topics only here */
+            if (version >= 5) put(&o, (uint64_t)part->log_start_offset, 8);
+            if (version >= 8) {
+                put_size(&o, 0, 1);   /* record_errors */
+                put_size(&o, -1, 0);  /* error_message */
+            }
+            if (o.flexible) *o.p++ = 0;
+        }
+        if (o.flexible) *o.p++ = 0;
+    }
+    put(&o, 0, 4);  /* throttle_time_ms */
+    if (o.flexible) *o.p++ = 0;
+    Py_ssize_t size = o.p - start;
+    put(&(Out){start, 0}, (uint64_t)(size - 4), 4);
+    if (PyByteArray_Resize(answer, size) < 0) {
+        Py_DECREF(answer);
+        return NULL;
+    }
+    return answer;
+}
+
+static PyObject *journal_pairs(Plan *p) {
+    PyObject *pairs = PyTuple_New(p->ntopics);
+    if (pairs == NULL) return NULL;
+    for (Py_ssize_t t = 0; t < p->ntopics; t++) {
+        TopicPlan *tp = &p->topics[t];
+        PyObject *indexes = PyTuple_New(tp->count);
+        if (indexes == NULL) goto fail;
+        for (Py_ssize_t i = 0; i < tp->count; i++) {
+            PyObject *index = PyLong_FromLong(p->parts[tp->first + i].index);
+            if (index == NULL) {
+                Py_DECREF(indexes);
+                goto fail;
+            }
+            PyTuple_SET_ITEM(indexes, i, index);
+        }
+        PyObject *pair = PyTuple_Pack(2, tp->name, indexes);
+        Py_DECREF(indexes);
+        if (pair == NULL) goto fail;
+        PyTuple_SET_ITEM(pairs, t, pair);
+    }
+    return pairs;
+fail:
+    Py_DECREF(pairs);
+    return NULL;
+}
+
+/* ---- produce() ------------------------------------------------------------------------------- */
+
+static PyObject *read_client_id(Reader *r, int *ok) {
+    int16_t n;
+    *ok = 0;
+    if (!read_i16(r, &n)) return NULL;
+    if (n < 0) {
+        if (n != -1) return NULL;
+        *ok = 1;
+        return Py_NewRef(Py_None);
+    }
+    if (!take(r, n)) return NULL;
+    PyObject *id = PyUnicode_DecodeUTF8((const char *)r->b + r->pos, n, NULL);
+    if (id == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    r->pos += n;
+    *ok = 1;
+    return id;
+}
+
+static PyObject *produce(PyObject *self, PyObject *args) {
+    PyObject *frame, *topics, *broker_generation, *crc32c, *decompress;
+    int version, journal;
+    long broker_id;
+    long long now_ms;
+    Py_ssize_t cap_room;
+    if (!PyArg_ParseTuple(args, "OiO!lLOOOnp:produce", &frame, &version, &PyDict_Type, &topics, &broker_id, &now_ms,
+                          &broker_generation, &crc32c, &decompress, &cap_room, &journal))
+        return NULL;
+    if (stored_type == NULL || !PyMemoryView_Check(frame) || version < 3 || version > 12) Py_RETURN_NONE;
+    Py_buffer *buffer = PyMemoryView_GET_BUFFER(frame);
+    if (buffer->itemsize != 1 || buffer->ndim != 1 || !PyBuffer_IsContiguous(buffer, 'C') || buffer->obj == NULL)
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)buffer->buf;
+    Reader r = {b, buffer->len, 8, 0};
+    int ok;
+    PyObject *client_id = read_client_id(&r, &ok);
+    if (!ok) Py_RETURN_NONE;
+    r.flexible = version >= 9;
+    Plan plan = {NULL, NULL, 0, 0};
+    PyObject *result = NULL;
+    if (!no_tags(&r) || !read_body(&r, &plan)) {  /* header tags, or a body of another shape */
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError)) PyErr_Clear();
+        goto fallback;
+    }
+    Py_ssize_t counted = 0;
+    for (Py_ssize_t t = 0; t < plan.ntopics; t++) {
+        TopicPlan *tp = &plan.topics[t];
+        PyObject *topic = PyDict_GetItemWithError(topics, tp->name);
+        if (topic == NULL) {
+            if (PyErr_Occurred()) goto done;
+            goto fallback;
+        }
+        int state = topic_settings(topic, tp, broker_generation, now_ms);
+        if (state < 0) goto done;
+        if (state == 2) {
+            result = Py_NewRef(topic);
+            goto done;
+        }
+        if (state == 0) goto fallback;
+        tp->partitions = PyObject_GetAttr(topic, s_partitions);
+        if (tp->partitions == NULL) goto done;
+        if (!PyList_Check(tp->partitions)) goto fallback;
+        for (Py_ssize_t i = tp->first; i < tp->first + tp->count; i++) {
+            int passed = check_part(frame, b, &plan.parts[i], tp, broker_id, version, crc32c, decompress);
+            if (passed < 0) goto done;
+            if (!passed) goto fallback;
+            counted += plan.parts[i].len + batch_overhead;
+        }
+    }
+    if (cap_room >= 0 && counted > cap_room) goto fallback;  /* memory_cap decides, in Python */
+    Py_ssize_t frame_size = PyObject_Length(buffer->obj);
+    if (frame_size < 0) {  /* no length: never copied (memory_cap.detached) */
+        PyErr_Clear();
+        frame_size = 0;
+    }
+    for (Py_ssize_t i = 0; i < plan.nparts; i++)
+        if (append_part(frame, frame_size, b, &plan.parts[i]) < 0) goto done;
+    PyObject *answer = encode_answer(b, &plan, version);
+    if (answer == NULL) goto done;
+    PyObject *pairs = journal ? journal_pairs(&plan) : Py_NewRef(Py_None);
+    if (pairs == NULL) {
+        Py_DECREF(answer);
+        goto done;
+    }
+    result = Py_BuildValue("(NnNO)", answer, counted, pairs, client_id);
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
+    plan_free(&plan);
+    Py_XDECREF(client_id);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS, "setup(StoredBatch, batch_overhead, frame_slack, settings_key)."},
+    {"produce", produce, METH_VARARGS,
+     "produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,\n"
+     "        journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id) (see the module comment)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "mockbroker.handlers._producelane",
+    "Optional C lane for the usual Produce request (see handlers/produce_lane.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__producelane(void) { return PyModule_Create(&module); }

@@ -1,0 +1,239 @@
+"""The produce lane (mockbroker/handlers/_producelane.c) against the Python path it stands in for.
+
+Two clusters get the same generated Produce frames over real sockets, one with the lane and one
+without: every answer must be byte for byte the same, and so must what each cluster stored (batches,
+offsets, sizes, memory count) and journaled.  The requests mix what the lane takes (usual batches,
+every codec, several topics and partitions, big and small batches in one frame) with everything it must
+hand to the handler (bad CRCs and records, old timestamps, idempotent and transactional producers,
+acks 0 and 2, unknown topics and partitions, partitions led elsewhere, topics with LogAppendTime,
+a compression.type or retention.bytes, a full memory cap) and config changes between requests.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import struct
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from mockbroker import records as rec
+from mockbroker.cluster import MockCluster
+from mockbroker.handlers import produce_lane
+from mockbroker.protocol import api
+from mockbroker.server import dispatch
+from mockbroker.state.clock import ManualClock
+from tests.records.helpers import fix_v2_crc
+
+pytestmark = pytest.mark.skipif(not produce_lane.available(),
+                                reason="the C extension is not built (or MOCKBROKER_PURE_PYTHON is set)")
+
+TOPICS = {
+    "plain": {},
+    "compacted": {"cleanup.policy": "compact"},
+    "window": {"message.timestamp.before.max.ms": 60_000, "message.timestamp.after.max.ms": 60_000},
+    "appendtime": {"message.timestamp.type": "LogAppendTime"},
+    "gzipped": {"compression.type": "gzip"},
+    "retained": {"retention.bytes": 1 << 30},
+    "small": {"max.message.bytes": 2000},
+}
+NOW = 1_760_000_000_000
+CODECS = [rec.NONE, rec.NONE, rec.GZIP, rec.SNAPPY, rec.LZ4, rec.ZSTD]
+
+
+class Counting:
+    """The C lane, counting the requests it took."""
+
+    def __init__(self, lane: Any) -> None:
+        self.lane, self.taken = lane, 0
+
+    def produce(self, *args: Any) -> Any:
+        result = self.lane.produce(*args)
+        if type(result) is tuple:
+            self.taken += 1
+        return result
+
+
+def _port(cluster: MockCluster) -> int:
+    return int(cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)[1])
+
+
+def _batch(rng: random.Random, now: int, version: int) -> bytes:
+    n = rng.randint(1, 6)
+    big = rng.random() < 0.1
+    ts = now - (3_600_000 if rng.random() < 0.1 else 0)
+    records = [(None if rng.random() < 0.15 else f"k{i}".encode(), b"v" * (6000 if big else rng.randint(0, 200)),
+                [("h", b"x")] if rng.random() < 0.2 else [], ts + i) for i in range(n)]
+    kind = rng.random()
+    idempotent = kind < 0.08
+    data = bytearray(rec.build_batch(
+        records, compression=rng.choice(CODECS if version >= 7 else CODECS[:-1]), base_timestamp=ts,
+        producer_id=rng.randint(1, 5) if idempotent else -1, producer_epoch=0 if idempotent else -1,
+        base_sequence=0 if idempotent else -1))
+    if 0.08 <= kind < 0.12:
+        data[-1] ^= 0x55  # a bad CRC
+    elif 0.12 <= kind < 0.15 and data[22] & 0x07 == 0:
+        data[61] = 0x7F  # a record length past its batch, under a matching CRC
+        fix_v2_crc(data)
+    return bytes(data)
+
+
+def _request(rng: random.Random, version: int, now: int, led_here: dict[str, list[int]]) -> bytes:
+    """A Produce frame; ``led_here``: the partitions broker 0 leads, picked most of the time."""
+    m = api.request_module(0)
+    names = [*TOPICS, "missing"]
+    topics = []
+    for _ in range(rng.choice([1, 1, 1, 1, 2, 3])):
+        name = "plain" if rng.random() < 0.5 else rng.choice(names)
+        parts = [m.PartitionProduceData(index=rng.choice(led_here.get(name, [0])) if rng.random() < 0.8
+                                        else rng.choice([0, 1, 2, 3, 4]), records=_batch(rng, now, version))
+                 for _ in range(rng.choice([1, 1, 2, 3]))]
+        topics.append(m.TopicProduceData(name=name, partition_data=parts))
+    acks = rng.choice([1, 1, 1, -1, -1, 0, 2])
+    txn = "txn" if rng.random() < 0.04 else None
+    body = m.ProduceRequest(transactional_id=txn, acks=acks, timeout_ms=5000, topic_data=topics)
+    client_id = rng.choice(["lane-test", None, "ünïcode"])
+    return api.to_bytes(api.encode_request(0, version, rng.randint(0, 1 << 30), body, client_id))
+
+
+def _answer(sock: socket.socket) -> bytes:
+    def exactly(n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = sock.recv(n - len(out))
+            assert chunk, "connection closed"
+            out += chunk
+        return out
+    head = exactly(4)
+    return head + exactly(struct.unpack(">i", head)[0])
+
+
+def _stored(cluster: MockCluster) -> dict[str, Any]:
+    state = cluster.state
+    logs = {}
+    for name, topic in state.topics.items():
+        for log in topic.partitions:
+            logs[f"{name}-{log.index}"] = (
+                log.next_offset, log.log_start_offset, log.size_bytes, log.last_stable_offset,
+                [(b.base_offset, b.last_offset, b.max_timestamp, b.size, b"".join(bytes(x) for x in b.buffers),
+                  b.producer_id, b.is_transactional, b.is_control) for b in log.batches])
+    return {"logs": logs, "counted": state.memory_cap.total}
+
+
+def _journal(cluster: MockCluster) -> list[dict[str, Any]]:
+    out = []
+    for entry in cluster.journal.entries(api="Produce"):
+        d = entry.to_dict()
+        for volatile in ("seq", "time_ms", "latency_ms", "connection"):
+            d.pop(volatile)
+        out.append(d)
+    return out
+
+
+@pytest.fixture
+def pair(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[MockCluster, MockCluster, Counting]]:
+    counting = Counting(produce_lane._lane)
+    monkeypatch.setattr(produce_lane, "_lane", counting)
+    with ExitStack() as stack:
+        # one fixed time for both: LogAppendTime answers and stamps come from it
+        clusters = [stack.enter_context(MockCluster(brokers=2, clock=ManualClock(NOW))) for _ in range(2)]
+        for c in clusters:
+            for name, config in TOPICS.items():
+                c.create_topic(name, 4, config=config)
+        yield clusters[0], clusters[1], counting
+
+
+def _set_lane(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    monkeypatch.setattr(dispatch, "_LANE", on)
+
+
+def test_lane_answers_and_stores_what_the_handler_does(pair: tuple[MockCluster, MockCluster, Counting],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    lane, handler, counting = pair
+    rng = random.Random(20261125)
+    now = NOW
+    led_here = {name: [log.index for log in topic.partitions if log.leader == 0]
+                for name, topic in lane.state.topics.items()}
+    with socket.create_connection(("127.0.0.1", _port(lane))) as a, \
+            socket.create_connection(("127.0.0.1", _port(handler))) as b:
+        for i in range(400):
+            if i == 150:  # config changes between requests: the lane reads its settings again
+                for c in (lane, handler):
+                    c.call(c.state.topics["plain"].config.set, "max.message.bytes", 3000)
+                    c.call(c.state.config.set, "mock.produce.validation", "envelope")
+            if i == 250:
+                for c in (lane, handler):
+                    c.call(c.state.config.set, "mock.produce.validation", "strict")
+                    # room for a few more requests only: then the cap (in Python) refuses
+                    c.call(c.state.config.set, "mock.log.max.total.bytes", c.state.memory_cap.total + 60_000)
+            version = rng.randint(3, 12)
+            frame = _request(rng, version, now, led_here)
+            _set_lane(monkeypatch, True)
+            a.sendall(frame)
+            got_lane = _answer(a) if _expects_answer(frame, version) else None
+            _set_lane(monkeypatch, False)
+            b.sendall(frame)
+            got_handler = _answer(b) if _expects_answer(frame, version) else None
+            assert _same(got_lane, got_handler, version), f"request {i} (v{version}) answered differently"
+        _set_lane(monkeypatch, True)
+    assert lane.call(_stored, lane) == handler.call(_stored, handler)
+    assert _journal(lane) == _journal(handler)
+    # the lane took a good share of the requests (the rest went to the handler, as they must)
+    assert 40 <= counting.taken <= 330, counting.taken
+
+
+def _same(one: bytes | None, other: bytes | None, version: int) -> bool:
+    """Byte for byte the same, but for the ports of node endpoints (each cluster has its own)."""
+    if one == other:
+        return True
+    if one is None or other is None:
+        return False
+    answers = [api.decode_response(0, version, a[4:]) for a in (one, other)]
+    for _corr, body in answers:
+        for endpoint in body.node_endpoints:
+            endpoint.port = 0
+    return answers[0] == answers[1]
+
+
+def _expects_answer(frame: bytes, version: int) -> bool:
+    """False for acks=0 (no answer comes)."""
+    pos = 12 + 2 + max(struct.unpack_from(">h", frame, 12)[0], 0)  # size, key, version, correlation, client id
+    if version >= 9:
+        pos += 1  # header tags
+        n = frame[pos]  # compact transactional id: 0 null, else length + 1 (short here)
+        pos += 1 + max(n - 1, 0)
+    else:
+        n = struct.unpack_from(">h", frame, pos)[0]
+        pos += 2 + max(n, 0)
+    return struct.unpack_from(">h", frame, pos)[0] != 0
+
+
+def test_real_clients_go_through_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """confluent-kafka's usual produce (lz4, 3 partitions) is taken by the lane and read back whole."""
+    counting = Counting(produce_lane._lane)
+    monkeypatch.setattr(produce_lane, "_lane", counting)
+    with MockCluster(brokers=1) as c:
+        c.create_topic("t", 3)
+        p = Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 5, "compression.type": "lz4",
+                      "acks": "all"})
+        for i in range(3000):
+            p.produce("t", key=str(i).encode(), value=b"v%d" % i, partition=i % 3)
+        assert p.flush(30) == 0
+        journaled = c.journal.entries(api="Produce")
+        assert journaled and all(e.outcome == "answered" and not e.errors for e in journaled)
+        consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "g", "enable.auto.commit": False})
+        consumer.assign([TopicPartition("t", i, 0) for i in range(3)])
+        seen = set()
+        deadline = time.time() + 30
+        while len(seen) < 3000 and time.time() < deadline:
+            for msg in consumer.consume(500, 1.0):
+                assert msg.error() is None
+                seen.add(int(msg.value()[1:]))
+        consumer.close()
+    assert seen == set(range(3000))
+    assert counting.taken == len(journaled)
