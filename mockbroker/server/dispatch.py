@@ -95,6 +95,10 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
     except CodecError as exc:
         raise CloseConnection(f"unreadable request header: {exc}") from None
     api_key, version, correlation_id = prefix
+    if api_key == 0 and _LANE and sasl is None:  # the usual Produce (v3-12), frame to answer in C
+        answer = produce_lane.serve(broker, conn, frame, version, correlation_id)
+        if answer is not None:
+            return answer  # else nothing changed: the usual path below
     handler = HANDLERS.get(api_key) or handler_for(api_key)
     if handler is None:
         raise CloseConnection(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
@@ -111,10 +115,6 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         raise CloseConnection(
             f"{name} v{version} is not supported (we speak v{handler.min_version}-{handler.max_version})"
         )
-    if api_key == 0 and _LANE:  # the usual Produce, frame to answer in C (None: the usual path below)
-        answer = produce_lane.serve(broker, conn, frame, version, correlation_id)
-        if answer is not None:
-            return answer
     try:
         request = api.decode_request(frame, True, prefix)
     except CodecError as exc:
