@@ -114,7 +114,11 @@ def _answer(sock: socket.socket) -> bytes:
 
 
 def _stored(cluster: MockCluster) -> dict[str, Any]:
-    state = cluster.state
+    return _stored_state(cluster.state)
+
+
+def _stored_state(state: Any) -> dict[str, Any]:
+    """Every partition's batches and offsets, and the memory count."""
     logs = {}
     for name, topic in state.topics.items():
         for log in topic.partitions:
@@ -237,3 +241,86 @@ def test_real_clients_go_through_the_lane(monkeypatch: pytest.MonkeyPatch) -> No
         consumer.close()
     assert seen == set(range(3000))
     assert counting.taken == len(journaled)
+
+
+def _bare_broker() -> Any:
+    """A BrokerServer (not listening) over a fresh two-broker cluster state with the test's topics."""
+    from mockbroker.server.broker import BrokerServer
+    from mockbroker.state.cluster import ClusterState
+
+    state = ClusterState({}, ManualClock(NOW))
+    for node in range(2):
+        state.add_broker(node, "127.0.0.1", 19092 + node)
+    for name, config in TOPICS.items():
+        state.create_topic(name, 4, 1, config)
+    return BrokerServer(state, 0, "127.0.0.1", 19092)
+
+
+def _damaged(rng: random.Random, frame: bytes) -> bytes:
+    """``frame`` (without its size prefix) with a few bytes after the api key and version changed,
+    cut short, grown or with a length field made to lie."""
+    out = bytearray(frame)
+    kind = rng.randrange(4)
+    if kind == 0:
+        for _ in range(rng.randint(1, 3)):
+            out[rng.randrange(4, len(out))] = rng.randrange(256)
+    elif kind == 1:
+        del out[rng.randrange(4, len(out)):]
+    elif kind == 2:
+        at = rng.randrange(4, len(out) + 1)
+        out[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+    else:
+        at = rng.randrange(4, max(len(out) - 4, 5))
+        out[at:at + 4] = rng.choice([b"\xff" * 4, b"\x7f\xff\xff\xff", b"\x00" * 4, b"\x00\x00\x01\x00"])
+    return bytes(out)
+
+
+def _outcome(broker: Any, frame: bytes) -> Any:
+    from mockbroker.server.connection import CloseConnection, Connection
+
+    conn = Connection(0, lambda c, f: None, 1 << 20, memoryview(bytearray(1 << 16)))
+    conn.peer = "127.0.0.1:1"
+    try:
+        result = dispatch.dispatch(broker, conn, memoryview(frame))
+    except CloseConnection as exc:
+        return ("closed", str(exc))
+    assert result is None or isinstance(result, list), result
+    return None if result is None else b"".join(bytes(b) for b in result)
+
+
+def test_lane_and_handler_agree_on_damaged_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Damaged frames (bytes changed, cut, grown, lengths that lie) get the same answer, or the same
+    closed connection, with the lane as without it, and leave the same state behind: the lane's C
+    reader gives up on anything the handler would refuse or name."""
+    counting = Counting(produce_lane._lane)
+    monkeypatch.setattr(produce_lane, "_lane", counting)
+    rng = random.Random(5)
+    lane, handler = _bare_broker(), _bare_broker()
+    led_here = {name: [log.index for log in topic.partitions if log.leader == 0]
+                for name, topic in lane.cluster.topics.items()}
+    frames = []
+    for _ in range(60):
+        version = rng.randint(3, 12)
+        frames.append(api.to_bytes(api.encode_request(
+            0, version, 1, _clean_request(rng, version), "lane-test"))[4:])
+        frames.append(_request(rng, version, NOW, led_here)[4:])
+    for i in range(3000):
+        frame = _damaged(rng, rng.choice(frames)) if i % 10 else rng.choice(frames)
+        _set_lane(monkeypatch, True)
+        got_lane = _outcome(lane, frame)
+        _set_lane(monkeypatch, False)
+        got_handler = _outcome(handler, frame)
+        assert got_lane == got_handler, f"frame {i}: {frame.hex()}"
+    _set_lane(monkeypatch, True)
+    assert _stored_state(lane.cluster) == _stored_state(handler.cluster)
+    assert counting.taken >= 200, counting.taken
+
+
+def _clean_request(rng: random.Random, version: int) -> Any:
+    """A request the lane takes: the plain topic, partitions led here, good uncompressed batches."""
+    m = api.request_module(0)
+    parts = [m.PartitionProduceData(index=rng.choice([0, 2]), records=rec.build_batch(
+        [(b"k", b"v" * rng.randint(0, 50), [], NOW)] * rng.randint(1, 4), base_timestamp=NOW))
+        for _ in range(rng.randint(1, 2))]
+    return m.ProduceRequest(acks=1, timeout_ms=1000, topic_data=[m.TopicProduceData(name="plain",
+                                                                                   partition_data=parts)])
