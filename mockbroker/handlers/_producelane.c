@@ -14,7 +14,9 @@
            journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)
        ``frame`` is the request without its size prefix (a memoryview).  A Topic: its lane settings are
        missing or stale (produce_lane.py stores them and calls again).  Otherwise the batches are
-       appended (StoredBatch objects through PartitionLog.append, so fetch waiters are woken as usual),
+       appended (StoredBatch objects through PartitionLog.append, so fetch waiters are woken as usual;
+       an idempotent batch's sequence is asked of PartitionProducers.admits before anything is
+       appended and recorded with PartitionProducers.record_append, as the handler does),
        ``answer`` is the whole response frame (a bytearray), ``counted_bytes`` what memory_cap counts for
        them, ``journal_pairs`` the topic and partition pairs the journal keeps of a Produce (None when
        ``journal`` is false).
@@ -43,7 +45,7 @@ static Py_ssize_t stored_offset[STORED_SLOTS];
 static Py_ssize_t batch_overhead = 0, frame_slack = 0;
 static PyObject *settings_key = NULL;
 static PyObject *s_answer_cache, *s_config, *s_generation, *s_partitions, *s_leader, *s_leader_epoch,
-    *s_next_offset, *s_log_start_offset, *s_append;
+    *s_next_offset, *s_log_start_offset, *s_append, *s_producers, *s_admits, *s_record_append;
 
 #define STORED_SLOT(obj, i) (*(PyObject **)((char *)(obj) + stored_offset[i]))
 
@@ -82,7 +84,8 @@ static PyObject *setup(PyObject *self, PyObject *args) {
         intern(&s_generation, "_generation") || intern(&s_partitions, "partitions") ||
         intern(&s_leader, "leader") || intern(&s_leader_epoch, "leader_epoch") ||
         intern(&s_next_offset, "next_offset") || intern(&s_log_start_offset, "log_start_offset") ||
-        intern(&s_append, "append"))
+        intern(&s_append, "append") || intern(&s_producers, "producers") || intern(&s_admits, "admits") ||
+        intern(&s_record_append, "record_append"))
         return NULL;
     Py_XSETREF(stored_type, (PyTypeObject *)Py_NewRef(cls));
     Py_XSETREF(settings_key, Py_NewRef(key));
@@ -161,6 +164,8 @@ typedef struct {
     Py_ssize_t start, len;  /* the records in the frame */
     int32_t index;
     PyObject *log;          /* owned once the partition is checked */
+    PyObject *producers;    /* owned: the log's producer state, for a batch with a producer id */
+    int32_t last_seq;       /* of such a batch */
     BatchFields f;
     int64_t base_offset, log_start_offset;
 } Part;
@@ -181,7 +186,10 @@ typedef struct {
 } Plan;
 
 static void plan_free(Plan *p) {
-    for (Py_ssize_t i = 0; i < p->nparts; i++) Py_XDECREF(p->parts[i].log);
+    for (Py_ssize_t i = 0; i < p->nparts; i++) {
+        Py_XDECREF(p->parts[i].log);
+        Py_XDECREF(p->parts[i].producers);
+    }
     for (Py_ssize_t i = 0; i < p->ntopics; i++) {
         Py_XDECREF(p->topics[i].name);
         Py_XDECREF(p->topics[i].partitions);
@@ -226,6 +234,7 @@ static int read_body(Reader *r, Plan *p) {
             }
             Part *part = &p->parts[p->nparts++];
             part->log = NULL;
+            part->producers = NULL;
             if (!read_i32(r, &part->index) || !read_size(r, 1, &n) || n <= 0 || !take(r, n)) return 0;
             part->start = r->pos;
             part->len = (Py_ssize_t)n;
@@ -322,6 +331,22 @@ static int compressed_records_pass(PyObject *frame, Part *part, PyObject *decomp
     return ok;
 }
 
+/* An idempotent batch: 1 when the partition's producer state would append it as it is (not a retry, in
+   sequence: PartitionProducers.admits), 0 when the handler must answer it, -1 on error. */
+static int sequence_admits(Part *part) {
+    part->producers = PyObject_GetAttr(part->log, s_producers);
+    if (part->producers == NULL) return -1;
+    PyObject *last = PyObject_CallMethod(part->producers, "admits", "Liii", (long long)part->f.producer_id,
+                                         (int)part->f.producer_epoch, (int)part->f.base_sequence,
+                                         (int)part->f.record_count);
+    if (last == NULL) return -1;
+    int64_t last_seq;
+    int ok = last != Py_None && as_int64(last, &last_seq);
+    Py_DECREF(last);
+    if (ok) part->last_seq = (int32_t)last_seq;
+    return ok;
+}
+
 /* 1 when the partition is led here and its batch passes every check; 0: the Python path; -1: error. */
 static int check_part(PyObject *frame, const unsigned char *b, Part *part, TopicPlan *tp, long broker_id,
                       int version, PyObject *crc32c, PyObject *decompress) {
@@ -336,12 +361,23 @@ static int check_part(PyObject *frame, const unsigned char *b, Part *part, Topic
     int ok = envelope(b + part->start, part->len, version, tp->max_bytes, tp->check_records ? crc32c : Py_None,
                       &part->f);
     if (ok <= 0) return ok;
-    if (part->f.producer_id >= 0) return 0;  /* idempotent: the producer state lives in Python */
-    if (!tp->check_records) return 1;
-    if ((part->f.attributes & 0x07) == 0)
-        return records_pass(b + part->start, HEADER_SIZE, part->len, part->f.record_count, part->f.base_timestamp,
-                            tp->lo, tp->hi, 1, tp->need_keys);
-    return compressed_records_pass(frame, part, decompress, tp);
+    if (part->f.producer_id >= 0 && (part->f.attributes & 0x10)) return 0;  /* transactional: the handler */
+    if (tp->check_records) {
+        ok = (part->f.attributes & 0x07) == 0
+                 ? records_pass(b + part->start, HEADER_SIZE, part->len, part->f.record_count,
+                                part->f.base_timestamp, tp->lo, tp->hi, 1, tp->need_keys)
+                 : compressed_records_pass(frame, part, decompress, tp);
+        if (ok <= 0) return ok;
+    }
+    return part->f.producer_id >= 0 ? sequence_admits(part) : 1;
+}
+
+/* Does a partition before parts[i] name the same partition?  (Sequences are checked before anything is
+   appended, so an idempotent batch following another to the same partition is left to the handler.) */
+static int named_before(Plan *p, Py_ssize_t i) {
+    for (Py_ssize_t j = 0; j < i; j++)
+        if (p->parts[j].log == p->parts[i].log) return 1;
+    return 0;
 }
 
 /* ---- appending ------------------------------------------------------------------------------- */
@@ -392,7 +428,7 @@ static PyObject *new_stored(Part *part, int64_t base, PyObject *buffers) {
     return obj;
 }
 
-static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned char *b, Part *part) {
+static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned char *b, Part *part, int64_t now_ms) {
     int64_t base, epoch;
     if (!get_int64(part->log, s_next_offset, &base) || !get_int64(part->log, s_leader_epoch, &epoch)) return -1;
     unsigned char prefix[16];
@@ -412,6 +448,18 @@ static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned ch
     PyObject *stored = new_stored(part, base, buffers);
     Py_DECREF(buffers);
     if (stored == NULL) return -1;
+    if (part->producers != NULL) {  /* as the handler does: the producer's state first, then the log */
+        PyObject *noted = PyObject_CallMethod(
+            part->producers, "record_append", "LiiiLLLLO", (long long)part->f.producer_id,
+            (int)part->f.producer_epoch, (int)part->f.base_sequence, (int)part->last_seq, (long long)base,
+            (long long)(base + part->f.last_offset_delta), (long long)part->f.max_timestamp, (long long)now_ms,
+            Py_False);
+        if (noted == NULL) {
+            Py_DECREF(stored);
+            return -1;
+        }
+        Py_DECREF(noted);
+    }
     PyObject *done = PyObject_CallMethodOneArg(part->log, s_append, stored);
     Py_DECREF(stored);
     if (done == NULL) return -1;
@@ -588,6 +636,7 @@ static PyObject *produce(PyObject *self, PyObject *args) {
             int passed = check_part(frame, b, &plan.parts[i], tp, broker_id, version, crc32c, decompress);
             if (passed < 0) goto done;
             if (!passed) goto fallback;
+            if (plan.parts[i].producers != NULL && named_before(&plan, i)) goto fallback;
             counted += plan.parts[i].len + batch_overhead;
         }
     }
@@ -598,7 +647,7 @@ static PyObject *produce(PyObject *self, PyObject *args) {
         frame_size = 0;
     }
     for (Py_ssize_t i = 0; i < plan.nparts; i++)
-        if (append_part(frame, frame_size, b, &plan.parts[i]) < 0) goto done;
+        if (append_part(frame, frame_size, b, &plan.parts[i], now_ms) < 0) goto done;
     PyObject *answer = encode_answer(b, &plan, version);
     if (answer == NULL) goto done;
     PyObject *pairs = journal ? journal_pairs(&plan) : Py_NewRef(Py_None);

@@ -10,8 +10,9 @@ when the Python path would append every partition without a word to say:
   ``retention.bytes`` applied at append (the lane settings below);
 - every partition led by this broker, one v2 batch per partition that passes every check the Produce
   handler makes (mockbroker.batches; records decompressed and checked unless
-  ``mock.produce.validation=envelope``), without a producer id (idempotent producers keep their
-  state in Python);
+  ``mock.produce.validation=envelope``), not transactional; an idempotent batch only when its
+  partition's producer state would append it as it is (``PartitionProducers.admits``: not a retry,
+  in sequence), and then its state is recorded as the handler records it;
 - room under ``mock.log.max.total.bytes`` for all of it.
 
 Anything else (C answers None before changing anything) goes the usual way: the generated codec

@@ -113,6 +113,20 @@ class PartitionProducers:
             raise KafkaError(ErrorCode.INVALID_TXN_STATE,
                              f"non-transactional batch from producer {pid} in {where} while its transaction is open")
 
+    def admits(self, pid: int, epoch: int, first_seq: int, record_count: int) -> int | None:
+        """The last sequence of a non-transactional batch that would be appended as it is (not a retry
+        of a stored batch, in sequence, no open transaction), else None.  The produce lane's question
+        (mockbroker/handlers/_producelane.c): on None it leaves the batch to the Produce handler, whose
+        duplicate_of and check_append answer the retry or name the error."""
+        last_seq = last_sequence(first_seq, record_count)
+        if self.duplicate_of(pid, epoch, first_seq, last_seq) is not None:
+            return None
+        try:
+            self.check_append(pid, epoch, first_seq, False, "")
+        except KafkaError:
+            return None
+        return last_seq
+
     def record_append(self, pid: int, epoch: int, first_seq: int, last_seq: int, first_offset: int,
                       last_offset: int, max_timestamp: int, now_ms: int, transactional: bool) -> None:
         entry = self.entries.get(pid)

@@ -4,7 +4,8 @@ Two clusters get the same generated Produce frames over real sockets, one with t
 without: every answer must be byte for byte the same, and so must what each cluster stored (batches,
 offsets, sizes, memory count) and journaled.  The requests mix what the lane takes (usual batches,
 every codec, several topics and partitions, big and small batches in one frame) with everything it must
-hand to the handler (bad CRCs and records, old timestamps, idempotent and transactional producers,
+hand to the handler (bad CRCs and records, old timestamps, retried and out-of-sequence idempotent
+batches, transactional producers,
 acks 0 and 2, unknown topics and partitions, partitions led elsewhere, topics with LogAppendTime,
 a compression.type or retention.bytes, a full memory cap) and config changes between requests.
 """
@@ -63,36 +64,45 @@ def _port(cluster: MockCluster) -> int:
     return int(cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)[1])
 
 
-def _batch(rng: random.Random, now: int, version: int) -> bytes:
+def _batch(rng: random.Random, now: int, version: int, seqs: dict[Any, int], where: tuple[str, int]) -> bytes:
+    """A batch for partition ``where``; ``seqs``: the next sequence of each idempotent producer there
+    (usually continued; sometimes repeated, restarted or skipped ahead)."""
     n = rng.randint(1, 6)
     big = rng.random() < 0.1
     ts = now - (3_600_000 if rng.random() < 0.1 else 0)
     records = [(None if rng.random() < 0.15 else f"k{i}".encode(), b"v" * (6000 if big else rng.randint(0, 200)),
                 [("h", b"x")] if rng.random() < 0.2 else [], ts + i) for i in range(n)]
     kind = rng.random()
-    idempotent = kind < 0.08
+    idempotent = kind < 0.3
+    pid, sequence = -1, -1
+    if idempotent:
+        pid = rng.randint(1, 3)
+        expected = seqs.get((pid, *where), 0)
+        sequence = rng.choice([expected] * 6 + [max(expected - n, 0), 0, expected + 3])
+        seqs[(pid, *where)] = max(expected, sequence + n)
     data = bytearray(rec.build_batch(
         records, compression=rng.choice(CODECS if version >= 7 else CODECS[:-1]), base_timestamp=ts,
-        producer_id=rng.randint(1, 5) if idempotent else -1, producer_epoch=0 if idempotent else -1,
-        base_sequence=0 if idempotent else -1))
-    if 0.08 <= kind < 0.12:
+        producer_id=pid, producer_epoch=0 if idempotent else -1, base_sequence=sequence))
+    if 0.3 <= kind < 0.34:
         data[-1] ^= 0x55  # a bad CRC
-    elif 0.12 <= kind < 0.15 and data[22] & 0x07 == 0:
+    elif 0.34 <= kind < 0.37 and data[22] & 0x07 == 0:
         data[61] = 0x7F  # a record length past its batch, under a matching CRC
         fix_v2_crc(data)
     return bytes(data)
 
 
-def _request(rng: random.Random, version: int, now: int, led_here: dict[str, list[int]]) -> bytes:
+def _request(rng: random.Random, version: int, now: int, led_here: dict[str, list[int]],
+             seqs: dict[Any, int]) -> bytes:
     """A Produce frame; ``led_here``: the partitions broker 0 leads, picked most of the time."""
     m = api.request_module(0)
     names = [*TOPICS, "missing"]
     topics = []
     for _ in range(rng.choice([1, 1, 1, 1, 2, 3])):
         name = "plain" if rng.random() < 0.5 else rng.choice(names)
-        parts = [m.PartitionProduceData(index=rng.choice(led_here.get(name, [0])) if rng.random() < 0.8
-                                        else rng.choice([0, 1, 2, 3, 4]), records=_batch(rng, now, version))
-                 for _ in range(rng.choice([1, 1, 2, 3]))]
+        parts = []
+        for _ in range(rng.choice([1, 1, 2, 3])):
+            index = rng.choice(led_here.get(name, [0])) if rng.random() < 0.8 else rng.choice([0, 1, 2, 3, 4])
+            parts.append(m.PartitionProduceData(index=index, records=_batch(rng, now, version, seqs, (name, index))))
         topics.append(m.TopicProduceData(name=name, partition_data=parts))
     acks = rng.choice([1, 1, 1, -1, -1, 0, 2])
     txn = "txn" if rng.random() < 0.04 else None
@@ -152,6 +162,22 @@ def pair(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[MockCluster, MockClu
         yield clusters[0], clusters[1], counting
 
 
+def _count_admitted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many idempotent batches PartitionProducers.admits let through (only the lane asks it)."""
+    from mockbroker.state.producer_state import PartitionProducers
+
+    admitted = [0]
+    real = PartitionProducers.admits
+
+    def admits(self: Any, *args: Any) -> Any:
+        last = real(self, *args)
+        admitted[0] += last is not None
+        return last
+
+    monkeypatch.setattr(PartitionProducers, "admits", admits)
+    return admitted
+
+
 def _set_lane(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
     monkeypatch.setattr(dispatch, "_LANE", on)
 
@@ -159,10 +185,12 @@ def _set_lane(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
 def test_lane_answers_and_stores_what_the_handler_does(pair: tuple[MockCluster, MockCluster, Counting],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     lane, handler, counting = pair
+    admitted = _count_admitted(monkeypatch)
     rng = random.Random(20261125)
     now = NOW
     led_here = {name: [log.index for log in topic.partitions if log.leader == 0]
                 for name, topic in lane.state.topics.items()}
+    seqs: dict[Any, int] = {}
     with socket.create_connection(("127.0.0.1", _port(lane))) as a, \
             socket.create_connection(("127.0.0.1", _port(handler))) as b:
         for i in range(400):
@@ -176,7 +204,7 @@ def test_lane_answers_and_stores_what_the_handler_does(pair: tuple[MockCluster, 
                     # room for a few more requests only: then the cap (in Python) refuses
                     c.call(c.state.config.set, "mock.log.max.total.bytes", c.state.memory_cap.total + 60_000)
             version = rng.randint(3, 12)
-            frame = _request(rng, version, now, led_here)
+            frame = _request(rng, version, now, led_here, seqs)
             _set_lane(monkeypatch, True)
             a.sendall(frame)
             got_lane = _answer(a) if _expects_answer(frame, version) else None
@@ -187,8 +215,10 @@ def test_lane_answers_and_stores_what_the_handler_does(pair: tuple[MockCluster, 
         _set_lane(monkeypatch, True)
     assert lane.call(_stored, lane) == handler.call(_stored, handler)
     assert _journal(lane) == _journal(handler)
-    # the lane took a good share of the requests (the rest went to the handler, as they must)
+    # the lane took a good share of the requests (the rest went to the handler, as they must),
+    # idempotent batches among them (only the lane asks PartitionProducers.admits)
     assert 40 <= counting.taken <= 330, counting.taken
+    assert admitted[0] >= 10, admitted
 
 
 def _same(one: bytes | None, other: bytes | None, version: int) -> bool:
@@ -217,14 +247,16 @@ def _expects_answer(frame: bytes, version: int) -> bool:
     return struct.unpack_from(">h", frame, pos)[0] != 0
 
 
-def test_real_clients_go_through_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
-    """confluent-kafka's usual produce (lz4, 3 partitions) is taken by the lane and read back whole."""
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_real_clients_go_through_the_lane(monkeypatch: pytest.MonkeyPatch, idempotent: bool) -> None:
+    """confluent-kafka's usual produce (lz4, 3 partitions), idempotent or not, is taken by the lane and
+    read back whole."""
     counting = Counting(produce_lane._lane)
     monkeypatch.setattr(produce_lane, "_lane", counting)
     with MockCluster(brokers=1) as c:
         c.create_topic("t", 3)
         p = Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 5, "compression.type": "lz4",
-                      "acks": "all"})
+                      "acks": "all", "enable.idempotence": idempotent})
         for i in range(3000):
             p.produce("t", key=str(i).encode(), value=b"v%d" % i, partition=i % 3)
         assert p.flush(30) == 0
@@ -239,8 +271,10 @@ def test_real_clients_go_through_the_lane(monkeypatch: pytest.MonkeyPatch) -> No
                 assert msg.error() is None
                 seen.add(int(msg.value()[1:]))
         consumer.close()
+        stored = [b.producer_id for log in c.state.topics["t"].partitions for b in log.batches]
     assert seen == set(range(3000))
     assert counting.taken == len(journaled)
+    assert all((pid >= 0) == idempotent for pid in stored)
 
 
 def _bare_broker() -> Any:
@@ -303,7 +337,7 @@ def test_lane_and_handler_agree_on_damaged_frames(monkeypatch: pytest.MonkeyPatc
         version = rng.randint(3, 12)
         frames.append(api.to_bytes(api.encode_request(
             0, version, 1, _clean_request(rng, version), "lane-test"))[4:])
-        frames.append(_request(rng, version, NOW, led_here)[4:])
+        frames.append(_request(rng, version, NOW, led_here, {})[4:])
     for i in range(3000):
         frame = _damaged(rng, rng.choice(frames)) if i % 10 else rng.choice(frames)
         _set_lane(monkeypatch, True)
