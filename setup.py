@@ -28,7 +28,7 @@ setup(
         Extension(
             "mockbroker.handlers._producelane",
             sources=["mockbroker/handlers/_producelane.c"],
-            depends=["mockbroker/records/batch_checks.h"],
+            depends=["mockbroker/records/batch_checks.h", "mockbroker/handlers/produce_lane_wire.h"],
             include_dirs=["mockbroker/records"],
             optional=True,
             extra_compile_args=["-O2"],

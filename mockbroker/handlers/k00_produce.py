@@ -34,6 +34,10 @@ Behavior:
 - Test hook: while ``cluster.drop_produce_responses`` is above 0, a request that appended data
   closes the connection instead of answering (and counts it down).
 
+The usual request (plain or in-sequence idempotent batches that pass every check, no transactional
+id, no faults, quotas, ACLs or SASL: mockbroker.handlers.produce_lane) is appended and answered by
+the C produce lane before it reaches this handler, which decides every other one.
+
 Version notes: v0-2 carry magic 0/1 message sets (converted to magic 2 for storage); v3 adds the
 transactional id; v8 record errors; v9 flexible; v10 current-leader tags; v13 topic ids.
 """

@@ -3,7 +3,9 @@
 Handlers register with :func:`mockbroker.handlers.registry.register` and their version ranges make
 up the ApiVersions answer.  Requests Kafka would refuse to parse close the connection with a log
 line that says why; an ApiVersions request at a version we do not know gets a v0 answer with
-UNSUPPORTED_VERSION and our supported list, as Kafka does.
+UNSUPPORTED_VERSION and our supported list, as Kafka does.  A Produce is first offered to the produce
+lane (mockbroker.handlers.produce_lane), which answers the usual one in a single C call and leaves any
+other, untouched, to the path above.
 
 On a SASL listener the connection's SaslSession (mockbroker.server.sasl) is asked first: before
 authentication only ApiVersions, SaslHandshake and SaslAuthenticate pass (anything else closes the
