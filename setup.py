@@ -1,7 +1,7 @@
 """Build hook for the optional C speedups (mockbroker/records/_speedups.c: record checks;
 mockbroker/protocol/_fastproduce.c: the Produce request/response codec; mockbroker/handlers/_producelane.c:
 the usual Produce request from frame to answer; mockbroker/records/batch_checks.h: the batch checks the
-first and last share).
+first and last share; mockbroker/protocol/wire_reader.h: the wire reads the last two share).
 
 Everything else about the package lives in pyproject.toml.  The extension is optional: where no C
 compiler is available the build goes on without it and mockbroker uses its pure-Python checks
@@ -22,14 +22,16 @@ setup(
         Extension(
             "mockbroker.protocol._fastproduce",
             sources=["mockbroker/protocol/_fastproduce.c"],
+            depends=["mockbroker/protocol/wire_reader.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
         Extension(
             "mockbroker.handlers._producelane",
             sources=["mockbroker/handlers/_producelane.c"],
-            depends=["mockbroker/records/batch_checks.h", "mockbroker/handlers/produce_lane_wire.h"],
-            include_dirs=["mockbroker/records"],
+            depends=["mockbroker/records/batch_checks.h", "mockbroker/protocol/wire_reader.h",
+                     "mockbroker/handlers/produce_lane_wire.h"],
+            include_dirs=["mockbroker/records", "mockbroker/protocol"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -362,7 +362,7 @@ static PyObject *produce(PyObject *self, PyObject *args) {
     if (buffer->itemsize != 1 || buffer->ndim != 1 || !PyBuffer_IsContiguous(buffer, 'C') || buffer->obj == NULL)
         Py_RETURN_NONE;
     const unsigned char *b = (const unsigned char *)buffer->buf;
-    Reader r = {b, buffer->len, 8, 0};
+    Reader r = {frame, b, buffer->len, 8, 0};
     int ok;
     PyObject *client_id = read_client_id(&r, &ok);
     if (!ok) Py_RETURN_NONE;

@@ -10,72 +10,12 @@
 #include <string.h>
 
 #include "batch_checks.h"
+#include "wire_reader.h"
+
+static inline int has(Reader *r, Py_ssize_t n) { return r->len - r->pos >= n; }
 
 /* ---- reading the request -------------------------------------------------------------------- */
 
-typedef struct {
-    const unsigned char *b;
-    Py_ssize_t len, pos;
-    int flexible;
-} Reader;
-
-static int take(Reader *r, Py_ssize_t n) { return r->len - r->pos >= n; }
-
-static int read_i16(Reader *r, int16_t *out) {
-    if (!take(r, 2)) return 0;
-    *out = be16(r->b + r->pos);
-    r->pos += 2;
-    return 1;
-}
-
-static int read_i32(Reader *r, int32_t *out) {
-    if (!take(r, 4)) return 0;
-    *out = be32(r->b + r->pos);
-    r->pos += 4;
-    return 1;
-}
-
-/* A length or count: -1 for null; 0 on a problem. */
-static int read_size(Reader *r, int wide, int64_t *out) {
-    if (r->flexible) {
-        uint64_t value = 0;
-        for (int shift = 0; shift <= 28; shift += 7) {
-            if (!take(r, 1)) return 0;
-            unsigned char byte = r->b[r->pos++];
-            value |= (uint64_t)(byte & 0x7F) << shift;
-            if (byte < 0x80) {
-                if (value > 0xFFFFFFFFu) return 0;
-                *out = (int64_t)value - 1;
-                return 1;
-            }
-        }
-        return 0;
-    }
-    if (wide) {
-        int32_t n;
-        if (!read_i32(r, &n)) return 0;
-        *out = n;
-        return 1;
-    }
-    int16_t n;
-    if (!read_i16(r, &n)) return 0;
-    *out = n;
-    return 1;
-}
-
-/* A count that is not null and cannot claim more elements than bytes are left. */
-static int read_count(Reader *r, Py_ssize_t *out) {
-    int64_t n;
-    if (!read_size(r, 1, &n) || n < 0 || n > r->len - r->pos) return 0;
-    *out = (Py_ssize_t)n;
-    return 1;
-}
-
-static int no_tags(Reader *r) {
-    if (!r->flexible) return 1;
-    if (!take(r, 1)) return 0;
-    return r->b[r->pos++] == 0;
-}
 
 typedef struct {
     Py_ssize_t start, len;  /* the records in the frame */
@@ -132,7 +72,7 @@ static int read_body(Reader *r, Plan *p) {
     if (p->topics == NULL || p->parts == NULL) return 0;
     for (Py_ssize_t t = 0; t < ntopics; t++) {
         TopicPlan *tp = &p->topics[p->ntopics++];
-        if (!read_size(r, 0, &n) || n < 0 || !take(r, n)) return 0;
+        if (!read_size(r, 0, &n) || n < 0 || !has(r, n)) return 0;
         tp->name_pos = r->pos;
         tp->name_len = (Py_ssize_t)n;
         tp->name = PyUnicode_DecodeUTF8((const char *)r->b + r->pos, tp->name_len, NULL);
@@ -152,7 +92,7 @@ static int read_body(Reader *r, Plan *p) {
             Part *part = &p->parts[p->nparts++];
             part->log = NULL;
             part->producers = NULL;
-            if (!read_i32(r, &part->index) || !read_size(r, 1, &n) || n <= 0 || !take(r, n)) return 0;
+            if (!read_i32(r, &part->index) || !read_size(r, 1, &n) || n <= 0 || !has(r, n)) return 0;
             part->start = r->pos;
             part->len = (Py_ssize_t)n;
             r->pos += part->len;
@@ -172,7 +112,7 @@ static PyObject *read_client_id(Reader *r, int *ok) {
         *ok = 1;
         return Py_NewRef(Py_None);
     }
-    if (!take(r, n)) return NULL;
+    if (!has(r, n)) return NULL;
     PyObject *id = PyUnicode_DecodeUTF8((const char *)r->b + r->pos, n, NULL);
     if (id == NULL) {
         PyErr_Clear();
