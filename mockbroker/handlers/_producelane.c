@@ -48,7 +48,7 @@ static Py_ssize_t stored_offset[STORED_SLOTS];
 static Py_ssize_t batch_overhead = 0, frame_slack = 0;
 static PyObject *settings_key = NULL;
 static PyObject *s_answer_cache, *s_config, *s_generation, *s_partitions, *s_leader, *s_leader_epoch,
-    *s_next_offset, *s_log_start_offset, *s_append, *s_producers, *s_admits, *s_record_append;
+    *s_next_offset, *s_log_start_offset, *s_append, *s_producers;
 
 #define STORED_SLOT(obj, i) (*(PyObject **)((char *)(obj) + stored_offset[i]))
 
@@ -87,8 +87,7 @@ static PyObject *setup(PyObject *self, PyObject *args) {
         intern(&s_generation, "_generation") || intern(&s_partitions, "partitions") ||
         intern(&s_leader, "leader") || intern(&s_leader_epoch, "leader_epoch") ||
         intern(&s_next_offset, "next_offset") || intern(&s_log_start_offset, "log_start_offset") ||
-        intern(&s_append, "append") || intern(&s_producers, "producers") || intern(&s_admits, "admits") ||
-        intern(&s_record_append, "record_append"))
+        intern(&s_append, "append") || intern(&s_producers, "producers"))
         return NULL;
     Py_XSETREF(stored_type, (PyTypeObject *)Py_NewRef(cls));
     Py_XSETREF(settings_key, Py_NewRef(key));
@@ -158,7 +157,7 @@ static int topic_settings(PyObject *topic, TopicPlan *tp, PyObject *broker_gener
     return 1;
 }
 
-/* The records of a compressed batch, through ``decompress`` (batches._decompressed): 1, 0 (they do not
+/* The records of a compressed batch, through ``decompress`` (batches.decompressed): 1, 0 (they do not
    pass, or do not decompress: the Python path names why), -1 on error. */
 static int compressed_records_pass(PyObject *frame, Part *part, PyObject *decompress, TopicPlan *tp) {
     PyObject *batch = PySequence_GetSlice(frame, part->start, part->start + part->len);
