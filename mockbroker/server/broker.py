@@ -11,17 +11,18 @@ import asyncio
 import functools
 import logging
 import socket
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.server.connection import STAGING_BYTES, Connection
 from mockbroker.server.dispatch import dispatch
 from mockbroker.server.idle import sweep_forever
 from mockbroker.server.listeners import ListenerSpec, broker_port
-from mockbroker.state.fetch_sessions import FetchSessionCache
 
 if TYPE_CHECKING:
     from mockbroker.server.security import Security
     from mockbroker.state.cluster import ClusterState
+    from mockbroker.state.fetch_sessions import FetchSessionCache
 
 log = logging.getLogger("mockbroker.server")
 
@@ -41,13 +42,19 @@ class BrokerServer:
         self.connections: set[Connection] = set()
         self.tasks: set[asyncio.Future[Any]] = set()  # requests still being answered (long polls)
         self.partitioned = False  # a network partition: connections hang, nothing is answered
-        self.fetch_sessions = FetchSessionCache(cluster.config["max.incremental.fetch.session.cache.slots"])
         self.idle_sweep: asyncio.Task[None] | None = None  # closes idle connections (mockbroker.server.idle)
 
     def use_state(self, cluster: ClusterState) -> None:
         """Serve a fresh cluster state (MockCluster.reset): sessions of the old one are forgotten."""
         self.cluster = cluster
-        self.fetch_sessions = FetchSessionCache(cluster.config["max.incremental.fetch.session.cache.slots"])
+        self.__dict__.pop("fetch_sessions", None)
+
+    @cached_property
+    def fetch_sessions(self) -> FetchSessionCache:
+        """Incremental fetch sessions (KIP-227), made on the first Fetch that needs them."""
+        from mockbroker.state.fetch_sessions import FetchSessionCache
+
+        return FetchSessionCache(self.cluster.config["max.incremental.fetch.session.cache.slots"])
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults.journal import Journal
@@ -17,21 +18,21 @@ from mockbroker.faults.rules import FaultSet
 from mockbroker.state.acls import Authorizer
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
-from mockbroker.state.config_admin import ConfigAdmin
-from mockbroker.state.config_catalogue import range_error
-from mockbroker.state.consumer_groups import ConsumerGroupLogic
-from mockbroker.state.credentials import CredentialStore
 from mockbroker.state.features import FeatureLevels
-from mockbroker.state.groups import GroupCoordinator
 from mockbroker.state.ids import uuid4_bytes
 from mockbroker.state.log import PartitionLog
-from mockbroker.state.log_admin import LogDirs
 from mockbroker.state.memory_cap import MemoryCap
 from mockbroker.state.producers import ProducerRegistry
 from mockbroker.state.quotas import ClientQuotas
-from mockbroker.state.reassignments import Reassignments
 from mockbroker.state.retention import LogMaintenance
-from mockbroker.state.transactions import COORDINATOR_EPOCH, TransactionCoordinator
+
+if TYPE_CHECKING:
+    from mockbroker.state.config_admin import ConfigAdmin
+    from mockbroker.state.credentials import CredentialStore
+    from mockbroker.state.groups import GroupCoordinator
+    from mockbroker.state.log_admin import LogDirs
+    from mockbroker.state.reassignments import Reassignments
+    from mockbroker.state.transactions import TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
@@ -98,6 +99,12 @@ def validate_topic_name(name: str) -> None:
         )
 
 
+def _range_error(name: str, number: Any) -> str | None:
+    from mockbroker.state.config_catalogue import range_error
+
+    return range_error(name, number)
+
+
 def _check_topic_config_value(name: str, value: str, kind: type) -> None:
     """Kafka's type and range check of a topic config value: INVALID_CONFIG."""
     text = value.strip()
@@ -112,7 +119,7 @@ def _check_topic_config_value(name: str, value: str, kind: type) -> None:
         except ValueError:
             number = None
         ok = number is not None
-        problem = range_error(name, number) if ok else None  # issue 9 configs: Kafka's range validators
+        problem = _range_error(name, number) if ok else None  # issue 9 configs: Kafka's range validators
         ok = ok and problem is None
     else:
         ok = True
@@ -135,25 +142,61 @@ class ClusterState:
         self.topics_by_id: dict[bytes, Topic] = {}
         self.controller_id = 0
         self.producers = ProducerRegistry()
-        self.groups = GroupCoordinator(self.clock, self.config["group.initial.rebalance.delay.ms"])
-        self.groups.consumer_logic = ConsumerGroupLogic(self.clock, self.partition_counts, self.config)
-        self.transactions = TransactionCoordinator(self.clock, self.producers.new_id, self.config,
-                                                   self.write_txn_markers)
         self.drop_produce_responses = 0  # test hook: close the connection after this many appends
         self.faults = FaultSet(self.clock)
         self.journal = Journal(self.config["mock.journal.max.entries"])
         self.acls = Authorizer(self.config)  # ACLs; checks only while `authorizer.class.name` is set
         self.quotas = ClientQuotas(self.config, self.clock)  # client quotas and their throttling
-        self.credentials = CredentialStore()  # SASL users (PLAIN passwords, SCRAM credentials)
         self._placement = 0
-        # log, replica and feature admin (issue 9): log directories, reassignments, feature levels
-        self.log_dirs = LogDirs(self)
-        self.reassignments = Reassignments(self)
-        self.features = FeatureLevels()
-        # issue 9 configs: dynamic config layers (Describe/Alter/IncrementalAlterConfigs), retention, compaction
-        self.config_admin = ConfigAdmin(self)
-        self.log_maintenance = LogMaintenance(self)
+        self.features = FeatureLevels()  # feature levels (issue 9)
+        self.log_maintenance = LogMaintenance(self)  # retention and compaction (issue 9 configs)
         self.memory_cap = MemoryCap(self)  # issue 10: mock.log.max.total.bytes, retention.bytes at append
+        # The group and transaction coordinators, SASL users, log directories, reassignments and the
+        # dynamic config layers are made (and their modules imported) on first use: a broker that only
+        # produces and fetches never pays for them, and start-up stays short.
+
+    @cached_property
+    def groups(self) -> GroupCoordinator:
+        """Classic and KIP-848 consumer groups."""
+        from mockbroker.state.consumer_groups import ConsumerGroupLogic
+        from mockbroker.state.groups import GroupCoordinator
+
+        groups = GroupCoordinator(self.clock, self.config["group.initial.rebalance.delay.ms"])
+        groups.consumer_logic = ConsumerGroupLogic(self.clock, self.partition_counts, self.config)
+        return groups
+
+    @cached_property
+    def transactions(self) -> TransactionCoordinator:
+        from mockbroker.state.transactions import TransactionCoordinator
+
+        return TransactionCoordinator(self.clock, self.producers.new_id, self.config, self.write_txn_markers)
+
+    @cached_property
+    def credentials(self) -> CredentialStore:
+        """SASL users (PLAIN passwords, SCRAM credentials)."""
+        from mockbroker.state.credentials import CredentialStore
+
+        return CredentialStore()
+
+    @cached_property
+    def log_dirs(self) -> LogDirs:
+        """Log directories (issue 9)."""
+        from mockbroker.state.log_admin import LogDirs
+
+        return LogDirs(self)
+
+    @cached_property
+    def reassignments(self) -> Reassignments:
+        from mockbroker.state.reassignments import Reassignments
+
+        return Reassignments(self)
+
+    @cached_property
+    def config_admin(self) -> ConfigAdmin:
+        """Dynamic config layers (Describe/Alter/IncrementalAlterConfigs)."""
+        from mockbroker.state.config_admin import ConfigAdmin
+
+        return ConfigAdmin(self)
 
     @property
     def cluster_id(self) -> str:
@@ -194,6 +237,8 @@ class ClusterState:
                           partitions: Any, groups: Any) -> None:
         """End a transaction: a marker in each of its partitions (those still there), then its
         group offsets committed or dropped."""
+        from mockbroker.state.transactions import COORDINATOR_EPOCH
+
         now = self.clock.now_ms()
         for topic_name, index in partitions:
             topic = self.topics.get(topic_name)
@@ -205,9 +250,10 @@ class ClusterState:
     def tick(self) -> None:
         """Let time act: group sessions and rebalances, transaction timeouts, reassignments, producer
         expiry, retention and compaction."""
-        self.groups.tick()
-        self.transactions.tick()
-        self.reassignments.tick()
+        made = self.__dict__  # coordinators not made yet have nothing to do
+        for name in ("groups", "transactions", "reassignments"):
+            if name in made:
+                made[name].tick()
         now = self.clock.now_ms()
         expiration = self.config["producer.id.expiration.ms"]
         # Kafka checks every producer.id.expiration.check.interval.ms (10 min); the mock walks every
