@@ -11,8 +11,10 @@
        answer_cache key under which produce_lane.py keeps each topic's lane settings.
 
    produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,
-           journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)
-       ``frame`` is the request without its size prefix (a memoryview).  A Topic: its lane settings are
+           journal, borrowed=False) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)
+       ``frame`` is the request without its size prefix (a memoryview); ``borrowed``: it lies in a
+       buffer that will be reused (the connection's staging buffer), so every stored batch is a copy
+       and nothing keeps a view of it.  A Topic: its lane settings are
        missing or stale (produce_lane.py stores them and calls again).  Otherwise the batches are
        appended (StoredBatch objects through PartitionLog.append, so fetch waiters are woken as usual;
        an idempotent batch's sequence is asked of PartitionProducers.admits before anything is
@@ -353,8 +355,9 @@ static PyObject *produce(PyObject *self, PyObject *args) {
     long broker_id;
     long long now_ms;
     Py_ssize_t cap_room;
-    if (!PyArg_ParseTuple(args, "OiO!lLOOOnp:produce", &frame, &version, &PyDict_Type, &topics, &broker_id, &now_ms,
-                          &broker_generation, &crc32c, &decompress, &cap_room, &journal))
+    int borrowed = 0;
+    if (!PyArg_ParseTuple(args, "OiO!lLOOOnp|p:produce", &frame, &version, &PyDict_Type, &topics, &broker_id,
+                          &now_ms, &broker_generation, &crc32c, &decompress, &cap_room, &journal, &borrowed))
         return NULL;
     if (stored_type == NULL || !PyMemoryView_Check(frame) || version < 3 || version > 12) Py_RETURN_NONE;
     Py_buffer *buffer = PyMemoryView_GET_BUFFER(frame);
@@ -399,7 +402,7 @@ static PyObject *produce(PyObject *self, PyObject *args) {
         }
     }
     if (cap_room >= 0 && counted > cap_room) goto fallback;  /* memory_cap decides, in Python */
-    Py_ssize_t frame_size = PyObject_Length(buffer->obj);
+    Py_ssize_t frame_size = borrowed ? PY_SSIZE_T_MAX / 4 : PyObject_Length(buffer->obj);  /* borrowed: copy all */
     if (frame_size < 0) {  /* no length: never copied (memory_cap.detached) */
         PyErr_Clear();
         frame_size = 0;
@@ -427,7 +430,8 @@ static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(StoredBatch, batch_overhead, frame_slack, settings_key)."},
     {"produce", produce, METH_VARARGS,
      "produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,\n"
-     "        journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id) (see the module comment)."},
+     "        journal, borrowed=False) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)\n"
+     "(see the module comment)."},
     {NULL, NULL, 0, NULL},
 };
 

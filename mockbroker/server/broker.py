@@ -14,8 +14,9 @@ import socket
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from mockbroker.handlers import produce_lane
 from mockbroker.server.connection import STAGING_BYTES, Connection
-from mockbroker.server.dispatch import dispatch
+from mockbroker.server.dispatch import borrow, dispatch
 from mockbroker.server.idle import sweep_forever
 from mockbroker.server.listeners import ListenerSpec, broker_port
 
@@ -73,10 +74,13 @@ class BrokerServer:
             task.add_done_callback(self.tasks.discard)
 
         serve = functools.partial(dispatch, self)  # a C-level call per request, not a Python lambda frame
+        # frames answered straight from the staging buffer (the C produce lane), when it is built
+        lend = functools.partial(borrow, self) if produce_lane.available() else None
         forget = self.connections.discard  # one bound method for every connection
 
         def factory(spec: ListenerSpec) -> Connection:
             conn = Connection(self.node_id, serve, max_bytes, staging, forget, track, spec.name, spec.protocol)
+            conn.borrow = lend
             if spec.uses_sasl:
                 from mockbroker.server.sasl import SaslSession, enabled_mechanisms  # SASL listeners only
 

@@ -64,9 +64,9 @@ class CloseConnection(Exception):
 
 class Connection(asyncio.BufferedProtocol):
     __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_poison",
-                 "_queue", "_staging", "_write_paused", "broker_id", "client_software", "closed", "dispatch",
-                 "last_active", "listener", "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl",
-                 "security_protocol", "send_buffer_bytes", "task", "transport")
+                 "_queue", "_staging", "_write_paused", "borrow", "broker_id", "client_software", "closed", "dispatch",
+                 "lane_declined", "last_active", "listener", "max_request_bytes", "on_close", "on_task", "peer",
+                 "principal", "sasl", "security_protocol", "send_buffer_bytes", "task", "transport")
 
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
                  on_close: Callable[[Connection], None] | None = None,
@@ -78,6 +78,10 @@ class Connection(asyncio.BufferedProtocol):
         self.sasl: Any = None  # a mockbroker.server.sasl.SaslSession on SASL_* listeners
         self.on_task = on_task
         self.dispatch = dispatch
+        # borrow(connection, frame) -> buffers or None: offered each whole frame still in the staging
+        # buffer when it is next in line; None means "copy it out and dispatch it" (server.dispatch.borrow)
+        self.borrow: Callable[[Connection, memoryview], list[Any] | None] | None = None
+        self.lane_declined: memoryview | None = None  # the copy of a frame borrow() gave back, for dispatch
         self.max_request_bytes = max_request_bytes
         self.on_close = on_close
         self.transport: asyncio.Transport | None = None
@@ -185,8 +189,16 @@ class Connection(asyncio.BufferedProtocol):
                 self._pause_reading()
                 return
             if end - pos - 4 >= size:
-                self._queue.append(memoryview(bytes(view[pos + 4 : pos + 4 + size])))
-                pos += 4 + size
+                start, pos = pos + 4, pos + 4 + size
+                if self.borrow is not None and not self._queue and not self._busy:  # next in line
+                    if self._borrowed(view[start:pos]):
+                        continue
+                    if self.closed:
+                        return
+                    self.lane_declined = memoryview(bytes(view[start:pos]))
+                    self._queue.append(self.lane_declined)
+                    continue
+                self._queue.append(memoryview(bytes(view[start:pos])))
                 continue
             if size > LARGE_FRAME:
                 self._frame = _frame_buffer(size)
@@ -196,6 +208,19 @@ class Connection(asyncio.BufferedProtocol):
                 pos = end
             break
         self._left = bytes(view[pos:end]) if pos < end else b""
+
+    def _borrowed(self, frame: memoryview) -> bool:
+        """Offer ``frame`` (in the shared staging buffer) to ``borrow``; True when it was answered."""
+        try:
+            answer = self.borrow(self, frame)  # type: ignore[misc]
+        except Exception as exc:  # a broker bug: say so loudly, drop only this connection
+            log.error("broker %s: request from %s failed inside the broker", self.broker_id, self.peer, exc_info=exc)
+            self.close(f"internal error: {exc!r}")
+            return False
+        if answer is None:
+            return False
+        self.write(answer)
+        return True
 
     # -- request loop -----------------------------------------------------------------------
     def _process(self) -> None:

@@ -3,9 +3,11 @@
 Process start to the first Metadata answer is a benchmark target (<= 150 ms); Python's and asyncio's
 own imports take most of it.  Libraries only some brokers need load on first use: the compression
 codecs (first compressed batch), hashlib/hmac (first SASL user), uuid (the broker makes its ids from
-os.urandom).  (pathlib is left out: setuptools' editable-install finder imports it at interpreter
-start in a development venv.)  The first Produce loads the crc32c package's extension module without
-the package's ``__init__``, which imports importlib.metadata (~15 ms the first produce waited for).
+os.urandom); so do the group and transaction coordinators, SASL users, log directories,
+reassignments, dynamic config layers, fetch sessions and the legacy message formats.  (pathlib is left
+out: setuptools' default editable-install finder imports it at interpreter start; `make` installs
+without it.)  The first Produce loads the crc32c package's extension module without the package's
+``__init__``, which imports importlib.metadata (~15 ms the first produce waited for).
 
 Each test runs the command's own ``main`` in a fresh interpreter, sends its requests, stops it and
 reads the modules it had loaded by then (stopping adds none of these), and fails naming any of them
@@ -26,7 +28,12 @@ from mockbroker.protocol import api
 from tests.broker.wire import produce_body
 
 NOT_FOR_METADATA = ("cramjam", "lz4.frame", "zstandard", "hashlib", "hmac", "uuid",
-                    "mockbroker.server.sasl", "mockbroker.handlers.k00_produce")
+                    "mockbroker.server.sasl", "mockbroker.handlers.k00_produce",
+                    # coordinators and admin state made on first use (ClusterState), old formats
+                    "mockbroker.state.groups", "mockbroker.state.consumer_groups", "mockbroker.state.transactions",
+                    "mockbroker.state.credentials", "mockbroker.state.reassignments", "mockbroker.state.log_admin",
+                    "mockbroker.state.config_admin", "mockbroker.state.fetch_sessions", "mockbroker.records.legacy",
+                    "mockbroker.records.convert")
 NOT_FOR_PRODUCE = ("crc32c", "importlib.metadata", "cramjam", "lz4.frame", "zstandard", "hashlib", "uuid")
 
 
