@@ -30,6 +30,7 @@ setup(
             "mockbroker.handlers._producelane",
             sources=["mockbroker/handlers/_producelane.c"],
             depends=["mockbroker/records/batch_checks.h", "mockbroker/protocol/wire_reader.h",
+                     "mockbroker/handlers/produce_lane_staging.h",
                      "mockbroker/handlers/produce_lane_wire.h"],
             include_dirs=["mockbroker/records", "mockbroker/protocol"],
             optional=True,

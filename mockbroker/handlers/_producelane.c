@@ -349,16 +349,9 @@ fail:
 
 /* ---- produce() ------------------------------------------------------------------------------- */
 
-static PyObject *produce(PyObject *self, PyObject *args) {
-    PyObject *frame, *topics, *broker_generation, *crc32c, *decompress;
-    int version, journal;
-    long broker_id;
-    long long now_ms;
-    Py_ssize_t cap_room;
-    int borrowed = 0;
-    if (!PyArg_ParseTuple(args, "OiO!lLOOOnp|p:produce", &frame, &version, &PyDict_Type, &topics, &broker_id,
-                          &now_ms, &broker_generation, &crc32c, &decompress, &cap_room, &journal, &borrowed))
-        return NULL;
+static PyObject *produce_frame(PyObject *frame, int version, PyObject *topics, long broker_id, long long now_ms,
+                               PyObject *broker_generation, PyObject *crc32c, PyObject *decompress,
+                               Py_ssize_t cap_room, int journal, int borrowed) {
     if (stored_type == NULL || !PyMemoryView_Check(frame) || version < 3 || version > 12) Py_RETURN_NONE;
     Py_buffer *buffer = PyMemoryView_GET_BUFFER(frame);
     if (buffer->itemsize != 1 || buffer->ndim != 1 || !PyBuffer_IsContiguous(buffer, 'C') || buffer->obj == NULL)
@@ -426,8 +419,25 @@ done:
     return result;
 }
 
+static PyObject *produce(PyObject *self, PyObject *args) {
+    PyObject *frame, *topics, *broker_generation, *crc32c, *decompress;
+    int version, journal;
+    long broker_id;
+    long long now_ms;
+    Py_ssize_t cap_room;
+    int borrowed = 0;
+    if (!PyArg_ParseTuple(args, "OiO!lLOOOnp|p:produce", &frame, &version, &PyDict_Type, &topics, &broker_id,
+                          &now_ms, &broker_generation, &crc32c, &decompress, &cap_room, &journal, &borrowed))
+        return NULL;
+    return produce_frame(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,
+                         journal, borrowed);
+}
+
+#include "produce_lane_staging.h"
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(StoredBatch, batch_overhead, frame_slack, settings_key)."},
+    STAGING_METHODS
     {"produce", produce, METH_VARARGS,
      "produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,\n"
      "        journal, borrowed=False) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)\n"

@@ -21,6 +21,11 @@ is what that path would: the same StoredBatch objects through PartitionLog.appen
 woken the same way), the same memory count, the same journal entry, the same answer bytes
 (tests/broker/test_produce_lane.py holds the two equal).  ``MOCKBROKER_PURE_PYTHON=1``, or an install
 without a C compiler, turns the lane off.
+
+Two ways in: dispatch offers it each Produce frame (:func:`serve`); and a connection with nothing
+queued hands the bytes of each read to :func:`borrow_function`'s C ``borrow``, which answers the
+leading whole Produce frames straight from the staging buffer with no Python call per request but
+PartitionLog.append and Journal.start (produce_lane_staging.h: the same checks as :func:`serve`).
 """
 
 from __future__ import annotations
@@ -112,3 +117,15 @@ def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_i
                       correlation_id, (PRODUCE_ABOUT, (pairs, None)), (), (time.perf_counter() - started) * 1000,
                       "answered")
     return [answer]
+
+
+def borrow_function() -> Any:
+    """The C ``borrow(broker, connection, end)`` a connection hands each read to, or None when the lane
+    is off (see produce_lane_staging.h)."""
+    return None if _lane is None else _lane.borrow
+
+
+if _lane is not None:
+    from mockbroker.state.clock import SystemClock
+
+    _lane.setup_staging(lane_settings, PRODUCE_ABOUT, TOTAL_CAP, SystemClock, crc32c_function, _load_decompress)

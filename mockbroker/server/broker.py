@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.handlers import produce_lane
 from mockbroker.server.connection import STAGING_BYTES, Connection
-from mockbroker.server.dispatch import borrow, dispatch
+from mockbroker.server.dispatch import dispatch
 from mockbroker.server.idle import sweep_forever
 from mockbroker.server.listeners import ListenerSpec, broker_port
 
@@ -75,7 +75,8 @@ class BrokerServer:
 
         serve = functools.partial(dispatch, self)  # a C-level call per request, not a Python lambda frame
         # frames answered straight from the staging buffer (the C produce lane), when it is built
-        lend = functools.partial(borrow, self) if produce_lane.available() else None
+        borrow = produce_lane.borrow_function()
+        lend = None if borrow is None else functools.partial(borrow, self)
         forget = self.connections.discard  # one bound method for every connection
 
         def factory(spec: ListenerSpec) -> Connection:

@@ -78,10 +78,11 @@ class Connection(asyncio.BufferedProtocol):
         self.sasl: Any = None  # a mockbroker.server.sasl.SaslSession on SASL_* listeners
         self.on_task = on_task
         self.dispatch = dispatch
-        # borrow(connection, frame) -> buffers or None: offered each whole frame still in the staging
-        # buffer when it is next in line; None means "copy it out and dispatch it" (server.dispatch.borrow)
-        self.borrow: Callable[[Connection, memoryview], list[Any] | None] | None = None
-        self.lane_declined: memoryview | None = None  # the copy of a frame borrow() gave back, for dispatch
+        # borrow(connection, end) -> offset: answers the leading whole Produce frames of staging[:end]
+        # (the C produce lane: handlers/produce_lane_staging.h) when nothing is queued or pending; the
+        # rest is split into frames and dispatched as usual.  ~offset: the lane refused the frame there.
+        self.borrow: Callable[[Connection, int], int] | None = None
+        self.lane_declined: memoryview | None = None  # the copy of a frame borrow() refused, for dispatch
         self.max_request_bytes = max_request_bytes
         self.on_close = on_close
         self.transport: asyncio.Transport | None = None
@@ -165,7 +166,19 @@ class Connection(asyncio.BufferedProtocol):
             self._queue.append(self._frame_view)
             self._frame, self._frame_view = None, _NO_FRAME  # the queue holds the frame until it is handled
         else:
-            self._split_staging(len(self._left) + nbytes)
+            end, start = len(self._left) + nbytes, 0
+            if self.borrow is not None and not self._queue and not self._busy:
+                try:
+                    start = self.borrow(self, end)
+                except Exception as exc:  # a broker bug: say so loudly, drop only this connection
+                    log.error("broker %s: request from %s failed inside the broker", self.broker_id, self.peer,
+                              exc_info=exc)
+                    self.close(f"internal error: {exc!r}")
+                    return
+            if start == end:
+                self._left = b""
+            else:
+                self._split_staging(start, end)
             if self.closed:
                 return
         if len(self._queue) > MAX_QUEUED_FRAMES:
@@ -173,10 +186,13 @@ class Connection(asyncio.BufferedProtocol):
         if not self._busy:
             self._process()
 
-    def _split_staging(self, end: int) -> None:
-        """Queue every whole frame in ``staging[:end]`` (each copied out: the buffer is shared) and keep
-        the start of a partial one; a large partial frame moves to a buffer of its own."""
-        view, pos = self._staging, 0
+    def _split_staging(self, pos: int, end: int) -> None:
+        """Queue every whole frame in ``staging[pos:end]`` (each copied out: the buffer is shared) and
+        keep the start of a partial one; a large partial frame moves to a buffer of its own.  A
+        negative ``pos`` (``~pos``): borrow() refused the frame there, dispatch must not offer it again."""
+        view, declined = self._staging, pos < 0
+        if declined:
+            pos = ~pos
         while end - pos >= 4:
             size = _SIZE.unpack_from(view, pos)[0]
             if size < 0 or size > self.max_request_bytes:
@@ -189,16 +205,11 @@ class Connection(asyncio.BufferedProtocol):
                 self._pause_reading()
                 return
             if end - pos - 4 >= size:
-                start, pos = pos + 4, pos + 4 + size
-                if self.borrow is not None and not self._queue and not self._busy:  # next in line
-                    if self._borrowed(view[start:pos]):
-                        continue
-                    if self.closed:
-                        return
-                    self.lane_declined = memoryview(bytes(view[start:pos]))
-                    self._queue.append(self.lane_declined)
-                    continue
-                self._queue.append(memoryview(bytes(view[start:pos])))
+                frame = memoryview(bytes(view[pos + 4 : pos + 4 + size]))
+                if declined:
+                    self.lane_declined, declined = frame, False
+                self._queue.append(frame)
+                pos += 4 + size
                 continue
             if size > LARGE_FRAME:
                 self._frame = _frame_buffer(size)
@@ -208,19 +219,6 @@ class Connection(asyncio.BufferedProtocol):
                 pos = end
             break
         self._left = bytes(view[pos:end]) if pos < end else b""
-
-    def _borrowed(self, frame: memoryview) -> bool:
-        """Offer ``frame`` (in the shared staging buffer) to ``borrow``; True when it was answered."""
-        try:
-            answer = self.borrow(self, frame)  # type: ignore[misc]
-        except Exception as exc:  # a broker bug: say so loudly, drop only this connection
-            log.error("broker %s: request from %s failed inside the broker", self.broker_id, self.peer, exc_info=exc)
-            self.close(f"internal error: {exc!r}")
-            return False
-        if answer is None:
-            return False
-        self.write(answer)
-        return True
 
     # -- request loop -----------------------------------------------------------------------
     def _process(self) -> None:

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mockbroker.server")
 _SIZE = struct.Struct(">i")
-_CORRELATION = _SIZE  # the request header's int32 correlation id, after api key and version
 _LANE = produce_lane.available()
 
 
@@ -89,17 +88,6 @@ def _raw_sasl_token(broker: BrokerServer, conn: Connection, frame: memoryview) -
     return [_SIZE.pack(len(answer)), answer]
 
 
-def borrow(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any] | None:
-    """A frame still in the connection's shared staging buffer, offered before it is copied out
-    (Connection._split_staging, only when it is next in line): a Produce the C lane takes is answered
-    from there, its batches copied once into the log; None for anything else (nothing changed: the
-    connection copies the frame and it is dispatched as usual)."""
-    if len(frame) < 8 or frame[0] or frame[1] or not _LANE or conn.sasl is not None:  # Produce is api key 0
-        return None
-    return produce_lane.serve(broker, conn, frame, frame[2] << 8 | frame[3], _CORRELATION.unpack_from(frame, 4)[0],
-                              True)
-
-
 def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any] | Awaitable[Any] | None:
     sasl = conn.sasl
     if sasl is not None and sasl.raw_tokens:
@@ -110,7 +98,7 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         raise CloseConnection(f"unreadable request header: {exc}") from None
     api_key, version, correlation_id = prefix
     if api_key == 0 and _LANE and sasl is None:  # the usual Produce (v3-12), frame to answer in C
-        if frame is conn.lane_declined:  # borrow() already offered it to the lane
+        if frame is conn.lane_declined:  # the lane refused it already (Connection.borrow)
             conn.lane_declined = None
         else:
             answer = produce_lane.serve(broker, conn, frame, version, correlation_id)

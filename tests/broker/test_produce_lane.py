@@ -48,18 +48,35 @@ CODECS = [rec.NONE, rec.NONE, rec.GZIP, rec.SNAPPY, rec.LZ4, rec.ZSTD]
 
 
 class Counting:
-    """The C lane, counting the requests it took (``borrowed``: those answered from the connection's
-    staging buffer, through dispatch.borrow)."""
+    """The C lane, counting the requests it took: ``dispatched`` through produce_lane.serve (dispatch
+    offered them), ``borrowed`` by the C borrow() straight from a connection's staging buffer."""
 
     def __init__(self, lane: Any) -> None:
-        self.lane, self.taken, self.borrowed = lane, 0, 0
+        self.lane, self.dispatched, self._staged_before = lane, 0, lane.staging_taken()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.lane, name)
 
     def produce(self, *args: Any) -> Any:
         result = self.lane.produce(*args)
         if type(result) is tuple:
-            self.taken += 1
-            self.borrowed += len(args) > 10 and bool(args[10])
+            self.dispatched += 1
         return result
+
+    @property
+    def borrowed(self) -> int:
+        return self.lane.staging_taken() - self._staged_before
+
+    @property
+    def taken(self) -> int:
+        return self.dispatched + self.borrowed
+
+
+@pytest.fixture(autouse=True)
+def _staging_back_on() -> Iterator[None]:
+    yield
+    if produce_lane._lane is not None:
+        produce_lane._lane.enable_staging(True)
 
 
 def _port(cluster: MockCluster) -> int:
@@ -181,7 +198,9 @@ def _count_admitted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _set_lane(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    """The lane on or off: offered by dispatch, and by connections reading into their staging buffer."""
     monkeypatch.setattr(dispatch, "_LANE", on)
+    produce_lane._lane.enable_staging(on)
 
 
 def test_lane_answers_and_stores_what_the_handler_does(pair: tuple[MockCluster, MockCluster, Counting],
@@ -261,7 +280,7 @@ def test_pipelined_frames_keep_their_order(pair: tuple[MockCluster, MockCluster,
         _set_lane(monkeypatch, True)
     assert lane.call(_stored, lane) == handler.call(_stored, handler)
     assert _journal(lane) == _journal(handler)
-    assert counting.borrowed > 0 and counting.taken - counting.borrowed > 0, (counting.borrowed, counting.taken)
+    assert counting.borrowed > 0 and counting.dispatched > 0, (counting.borrowed, counting.dispatched)
 
 
 def _same(one: bytes | None, other: bytes | None, version: int) -> bool:
@@ -361,23 +380,36 @@ def _damaged(rng: random.Random, frame: bytes) -> bytes:
     return bytes(out)
 
 
-_STAGING = bytearray(1 << 17)
+class _Written:
+    """A transport that keeps what is written to it."""
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+
+    def write(self, data: Any) -> None:
+        self.out += data
 
 
 def _outcome(broker: Any, frame: bytes, borrow: bool = False) -> Any:
-    """What dispatch answers (or the connection closing); ``borrow``: first offered to dispatch.borrow
-    from a staging buffer that is scribbled over afterwards (a view the lane kept would show)."""
+    """What dispatch answers (or the connection closing); ``borrow``: first handed to the C borrow()
+    from the connection's staging buffer, which is scribbled over afterwards (a view the lane kept
+    would show)."""
     from mockbroker.server.connection import CloseConnection, Connection
 
-    conn = Connection(0, lambda c, f: None, 1 << 20, memoryview(bytearray(1 << 16)))
+    staging = bytearray(1 << 17)
+    conn = Connection(0, lambda c, f: None, 1 << 20, memoryview(staging))
     conn.peer = "127.0.0.1:1"
-    if borrow and len(frame) <= len(_STAGING):
-        _STAGING[:len(frame)] = frame
-        result = dispatch.borrow(broker, conn, memoryview(_STAGING)[:len(frame)])
-        _STAGING[:len(frame)] = bytes(len(frame))
-        if result is not None:
-            return b"".join(bytes(b) for b in result)
-        conn.lane_declined = memoryview(frame)
+    if borrow and len(frame) + 4 <= len(staging):
+        staging[:len(frame) + 4] = struct.pack(">i", len(frame)) + frame
+        conn.transport = written = _Written()  # type: ignore[assignment]
+        done = produce_lane.borrow_function()(broker, conn, len(frame) + 4)
+        staging[:] = bytes(len(staging))
+        conn.transport = None
+        if done == len(frame) + 4:
+            return bytes(written.out)
+        assert done in (0, ~0) and not written.out, done
+        if done == ~0:
+            conn.lane_declined = memoryview(frame)
     try:
         result = dispatch.dispatch(broker, conn, conn.lane_declined or memoryview(frame))
     except CloseConnection as exc:

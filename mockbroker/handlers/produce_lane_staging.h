@@ -1,0 +1,357 @@
+/* Produce frames answered from the connection's staging buffer, without a Python call per request.
+
+   Included by _producelane.c after produce_frame().  Connection.buffer_updated (server/connection.py)
+   hands the bytes of one read to borrow() when the connection has nothing queued or pending; borrow()
+   answers the leading whole Produce frames the lane takes, in order, and tells where it stopped: at a
+   frame that is not whole, not a Produce, or that the lane refuses (then nothing changed for it and the
+   connection copies it out and dispatches it as usual, without offering it to the lane again).  What
+   produce_lane.serve does in Python around the lane for one request is done here for each: the same
+   pre-checks (no network partition, fault rules, quotas, ACLs, SASL or drop hook), the memory cap's
+   room, the journal entry (Journal.start), the answer written to the transport (Connection.write).
+
+   setup_staging(lane_settings, produce_about, total_cap_key, system_clock_type, crc32c_function,
+                 load_decompress)
+       Once, from produce_lane.py: the Python pieces borrow() calls (lane_settings(cluster, topic) when
+       a topic's lane settings are missing or stale; the getters of the CRC and decompression functions,
+       called on first use) and the constants it needs.
+   borrow(broker, connection, end) -> int
+       Answers Produce frames from ``connection._staging[:end]``.  Returns the offset of the first byte
+       not consumed, or ``~offset`` when the lane refused the whole frame starting there.
+   enable_staging(flag) / staging_taken() -> int
+       Tests turn borrowing off (as they turn dispatch's lane off) and count the requests it answered.
+*/
+#include <time.h>
+
+static PyObject *lane_settings_fn = NULL, *produce_about = NULL, *total_cap_key = NULL, *system_clock_type = NULL,
+                *crc32c_getter = NULL, *decompress_getter = NULL, *crc32c_fn = NULL, *decompress_fn = NULL,
+                *produce_name = NULL, *answered_name = NULL, *no_faults = NULL;
+static PyObject *s_cluster, *s_partitioned, *s_faults, *s_rules, *s_quotas, *s_enabled, *s_drop, *s_acls,
+    *s_enabled_cache, *s_config_private, *s_broker_generation, *s_sasl, *s_staging, *s_max_request_bytes,
+    *s_memory_cap, *s_total, *s_values, *s_journal, *s_clock, *s_now_ms, *s_topics, *s_node_id, *s_peer,
+    *s_client_software, *s_start, *s_transport, *s_closed, *s_write, *s_last_active;
+static int staging_on = 1;
+static long long staging_count = 0;
+
+#define MAX_REFRESHES 8 /* as produce_lane.MAX_REFRESHES */
+
+static double monotonic_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* time.monotonic() and time.perf_counter() on Linux */
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static PyObject *setup_staging(PyObject *self, PyObject *args) {
+    PyObject *settings, *about, *cap_key, *clock_type, *crc_get, *decompress_get;
+    if (!PyArg_ParseTuple(args, "OOUOOO:setup_staging", &settings, &about, &cap_key, &clock_type, &crc_get,
+                          &decompress_get))
+        return NULL;
+    if (intern(&s_cluster, "cluster") || intern(&s_partitioned, "partitioned") || intern(&s_faults, "faults") ||
+        intern(&s_rules, "rules") || intern(&s_quotas, "quotas") || intern(&s_enabled, "enabled") ||
+        intern(&s_drop, "drop_produce_responses") || intern(&s_acls, "acls") ||
+        intern(&s_enabled_cache, "_enabled") || intern(&s_config_private, "_config") ||
+        intern(&s_broker_generation, "generation") || intern(&s_sasl, "sasl") || intern(&s_staging, "_staging") ||
+        intern(&s_max_request_bytes, "max_request_bytes") || intern(&s_memory_cap, "memory_cap") ||
+        intern(&s_total, "total") || intern(&s_values, "values") || intern(&s_journal, "journal") ||
+        intern(&s_clock, "clock") || intern(&s_now_ms, "now_ms") || intern(&s_topics, "topics") ||
+        intern(&s_node_id, "node_id") || intern(&s_peer, "peer") || intern(&s_client_software, "client_software") ||
+        intern(&s_start, "start") || intern(&s_transport, "transport") || intern(&s_closed, "closed") ||
+        intern(&s_write, "write") || intern(&s_last_active, "last_active") || intern(&produce_name, "Produce") ||
+        intern(&answered_name, "answered"))
+        return NULL;
+    if (no_faults == NULL && (no_faults = PyTuple_New(0)) == NULL) return NULL;
+    Py_XSETREF(lane_settings_fn, Py_NewRef(settings));
+    Py_XSETREF(produce_about, Py_NewRef(about));
+    Py_XSETREF(total_cap_key, Py_NewRef(cap_key));
+    Py_XSETREF(system_clock_type, Py_NewRef(clock_type));
+    Py_XSETREF(crc32c_getter, Py_NewRef(crc_get));
+    Py_XSETREF(decompress_getter, Py_NewRef(decompress_get));
+    Py_RETURN_NONE;
+}
+
+static PyObject *enable_staging(PyObject *self, PyObject *flag) {
+    int on = PyObject_IsTrue(flag);
+    if (on < 0) return NULL;
+    staging_on = on;
+    Py_RETURN_NONE;
+}
+
+static PyObject *staging_taken(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(staging_count); }
+
+/* 1 when the attribute is truthy, 0 when not, -1 on error */
+static int attr_true(PyObject *obj, PyObject *name) {
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+/* Authorizer.enabled without calling the property while its cached answer is current */
+static int acls_enabled(PyObject *cluster) {
+    PyObject *acls = PyObject_GetAttr(cluster, s_acls);
+    if (acls == NULL) return -1;
+    int enabled = -1;
+    PyObject *mine = PyObject_GetAttr(acls, s_generation), *config = PyObject_GetAttr(acls, s_config_private);
+    PyObject *theirs = config ? PyObject_GetAttr(config, s_broker_generation) : NULL;
+    if (mine != NULL && theirs != NULL) {
+        int same = PyObject_RichCompareBool(mine, theirs, Py_EQ);
+        enabled = same < 0 ? -1 : attr_true(acls, same ? s_enabled_cache : s_enabled);
+    }
+    Py_XDECREF(mine);
+    Py_XDECREF(config);
+    Py_XDECREF(theirs);
+    Py_DECREF(acls);
+    return enabled;
+}
+
+/* What every request of one borrow() call shares: read when its first Produce frame comes. */
+typedef struct {
+    PyObject *cluster, *topics, *broker_generation, *cap, *journal, *clock;
+    long node_id;
+    long long cap_limit;
+    int journal_on, system_clock;
+} Scene;
+
+static void scene_free(Scene *sc) {
+    Py_CLEAR(sc->cluster);
+    Py_CLEAR(sc->topics);
+    Py_CLEAR(sc->broker_generation);
+    Py_CLEAR(sc->cap);
+    Py_CLEAR(sc->journal);
+    Py_CLEAR(sc->clock);
+}
+
+/* 1 when the lane may be tried (as produce_lane.serve decides), 0 when not, -1 on error */
+static int scene_load(Scene *sc, PyObject *broker) {
+    int blocked = attr_true(broker, s_partitioned);
+    if (blocked) return blocked < 0 ? -1 : 0;
+    if ((sc->cluster = PyObject_GetAttr(broker, s_cluster)) == NULL) return -1;
+    PyObject *faults = PyObject_GetAttr(sc->cluster, s_faults), *quotas = PyObject_GetAttr(sc->cluster, s_quotas);
+    blocked = faults == NULL || quotas == NULL ? -1 : attr_true(faults, s_rules);
+    if (blocked == 0) blocked = attr_true(quotas, s_enabled);
+    Py_XDECREF(faults);
+    Py_XDECREF(quotas);
+    if (blocked == 0) {
+        long long drop;
+        PyObject *value = PyObject_GetAttr(sc->cluster, s_drop);
+        if (value == NULL) return -1;
+        drop = PyLong_AsLongLong(value);
+        Py_DECREF(value);
+        if (drop == -1 && PyErr_Occurred()) return -1;
+        blocked = drop > 0;
+    }
+    if (blocked == 0) blocked = acls_enabled(sc->cluster);
+    if (blocked) return blocked < 0 ? -1 : 0;
+    PyObject *config = PyObject_GetAttr(sc->cluster, s_config);
+    if (config == NULL) return -1;
+    PyObject *values = PyObject_GetAttr(config, s_values);
+    sc->broker_generation = PyObject_GetAttr(config, s_broker_generation);
+    Py_DECREF(config);
+    PyObject *limit = values && PyDict_Check(values) ? PyDict_GetItemWithError(values, total_cap_key) : NULL;
+    int limit_ok = limit != NULL && PyLong_Check(limit);
+    sc->cap_limit = limit_ok ? PyLong_AsLongLong(limit) : 0;
+    Py_XDECREF(values);
+    if (!limit_ok || sc->broker_generation == NULL || (sc->cap_limit == -1 && PyErr_Occurred())) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "borrow(): the broker config is not what it was");
+        return -1;
+    }
+    PyObject *node = PyObject_GetAttr(broker, s_node_id);
+    if (node == NULL) return -1;
+    sc->node_id = PyLong_AsLong(node);
+    Py_DECREF(node);
+    if (sc->node_id == -1 && PyErr_Occurred()) return -1;
+    if ((sc->topics = PyObject_GetAttr(sc->cluster, s_topics)) == NULL ||
+        (sc->cap = PyObject_GetAttr(sc->cluster, s_memory_cap)) == NULL ||
+        (sc->journal = PyObject_GetAttr(sc->cluster, s_journal)) == NULL ||
+        (sc->clock = PyObject_GetAttr(sc->cluster, s_clock)) == NULL)
+        return -1;
+    if (!PyDict_Check(sc->topics)) return 0;
+    if ((sc->journal_on = attr_true(sc->journal, s_enabled)) < 0) return -1;
+    sc->system_clock = Py_IS_TYPE(sc->clock, (PyTypeObject *)system_clock_type);
+    if (crc32c_fn == NULL && (crc32c_fn = PyObject_CallNoArgs(crc32c_getter)) == NULL) return -1;
+    if (decompress_fn == NULL && (decompress_fn = PyObject_CallNoArgs(decompress_getter)) == NULL) return -1;
+    return 1;
+}
+
+static int now_ms_of(Scene *sc, long long *out) {
+    if (sc->system_clock) { /* SystemClock.now_ms: time.time_ns() // 1_000_000 */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        *out = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return 0;
+    }
+    PyObject *value = PyObject_CallMethodNoArgs(sc->clock, s_now_ms);
+    if (value == NULL) return -1;
+    *out = PyLong_AsLongLong(value);
+    Py_DECREF(value);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* memory_cap.total: read (room) and, after an append, grown by what the lane counted */
+static int cap_room(Scene *sc, Py_ssize_t *room) {
+    if (sc->cap_limit < 0) {
+        *room = -1;
+        return 0;
+    }
+    PyObject *value = PyObject_GetAttr(sc->cap, s_total);
+    if (value == NULL) return -1;
+    long long total = PyLong_AsLongLong(value);
+    Py_DECREF(value);
+    if (total == -1 && PyErr_Occurred()) return -1;
+    long long left = sc->cap_limit - total;
+    *room = left < 0 ? 0 : left > PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : (Py_ssize_t)left;
+    return 0;
+}
+
+static int cap_grow(Scene *sc, PyObject *counted) {
+    PyObject *total = PyObject_GetAttr(sc->cap, s_total);
+    if (total == NULL) return -1;
+    PyObject *grown = PyNumber_Add(total, counted);
+    Py_DECREF(total);
+    if (grown == NULL) return -1;
+    int failed = PyObject_SetAttr(sc->cap, s_total, grown);
+    Py_DECREF(grown);
+    return failed;
+}
+
+/* The journal entry and the answer on the wire, for one request the lane took. */
+static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long now_ms, int version,
+                          int32_t correlation_id, double started) {
+    PyObject *answer = PyTuple_GET_ITEM(result, 0), *counted = PyTuple_GET_ITEM(result, 1);
+    PyObject *pairs = PyTuple_GET_ITEM(result, 2), *client_id = PyTuple_GET_ITEM(result, 3);
+    if (cap_grow(sc, counted) < 0) return -1;
+    if (pairs != Py_None) {
+        PyObject *peer = PyObject_GetAttr(conn, s_peer), *software = PyObject_GetAttr(conn, s_client_software);
+        PyObject *entry = NULL;
+        if (peer != NULL && software != NULL)
+            entry = PyObject_CallMethod(sc->journal, "start", "LlOOOOiiiN()ds", now_ms, sc->node_id, peer, client_id,
+                                        software, produce_name, 0, version, (int)correlation_id,
+                                        Py_BuildValue("(O(OO))", produce_about, pairs, Py_None),
+                                        (monotonic_s() - started) * 1000.0, "answered");
+        Py_XDECREF(peer);
+        Py_XDECREF(software);
+        if (entry == NULL) return -1;
+        Py_DECREF(entry);
+    }
+    /* Connection.write: nothing goes to a closed connection */
+    int closed = attr_true(conn, s_closed);
+    if (closed) return closed < 0 ? -1 : 0;
+    PyObject *transport = PyObject_GetAttr(conn, s_transport);
+    if (transport == NULL) return -1;
+    int failed = 0;
+    if (transport != Py_None) {
+        PyObject *now = PyFloat_FromDouble(monotonic_s());
+        failed = now == NULL || PyObject_SetAttr(conn, s_last_active, now) < 0;
+        Py_XDECREF(now);
+        PyObject *done = failed ? NULL : PyObject_CallMethodOneArg(transport, s_write, answer);
+        failed = done == NULL;
+        Py_XDECREF(done);
+    }
+    Py_DECREF(transport);
+    return failed ? -1 : 0;
+}
+
+static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "borrow(broker, connection, end)");
+        return NULL;
+    }
+    PyObject *broker = args[0], *conn = args[1];
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred()) return NULL;
+    if (!staging_on || lane_settings_fn == NULL || stored_type == NULL) return PyLong_FromLong(0);
+    PyObject *sasl = PyObject_GetAttr(conn, s_sasl);
+    if (sasl == NULL) return NULL;
+    int plain = sasl == Py_None;
+    Py_DECREF(sasl);
+    if (!plain) return PyLong_FromLong(0);
+    PyObject *staging = PyObject_GetAttr(conn, s_staging), *limit = PyObject_GetAttr(conn, s_max_request_bytes);
+    Py_ssize_t max_bytes = limit ? PyLong_AsSsize_t(limit) : -1;
+    Py_XDECREF(limit);
+    if (staging == NULL || (max_bytes == -1 && PyErr_Occurred())) {
+        Py_XDECREF(staging);
+        return NULL;
+    }
+    if (!PyMemoryView_Check(staging) || PyMemoryView_GET_BUFFER(staging)->len < end || end < 0) {
+        Py_DECREF(staging);
+        PyErr_SetString(PyExc_ValueError, "borrow(): end lies past the staging buffer");
+        return NULL;
+    }
+    const unsigned char *b = (const unsigned char *)PyMemoryView_GET_BUFFER(staging)->buf;
+    Scene sc = {NULL};
+    int scene = 0; /* 0 not read yet, 1 the lane may be tried */
+    Py_ssize_t pos = 0;
+    int refused = 0, failed = 0;
+    while (end - pos >= 4) {
+        int32_t size = (int32_t)((uint32_t)b[pos] << 24 | (uint32_t)b[pos + 1] << 16 | (uint32_t)b[pos + 2] << 8 |
+                                 b[pos + 3]);
+        if (size < 8 || size > max_bytes || end - pos - 4 < size) break; /* the connection decides */
+        const unsigned char *h = b + pos + 4;
+        if (h[0] || h[1]) break; /* not a Produce: dispatched in turn */
+        if (!scene) {
+            int may = scene_load(&sc, broker);
+            if (may <= 0) {
+                failed = may < 0;
+                break;
+            }
+            scene = 1;
+        }
+        int version = h[2] << 8 | h[3];
+        int32_t correlation_id = (int32_t)((uint32_t)h[4] << 24 | (uint32_t)h[5] << 16 | (uint32_t)h[6] << 8 | h[7]);
+        long long now_ms;
+        Py_ssize_t room;
+        if (now_ms_of(&sc, &now_ms) < 0 || cap_room(&sc, &room) < 0) {
+            failed = 1;
+            break;
+        }
+        PyObject *frame = PySequence_GetSlice(staging, pos + 4, pos + 4 + size);
+        if (frame == NULL) {
+            failed = 1;
+            break;
+        }
+        double started = monotonic_s();
+        PyObject *result = NULL;
+        for (int i = 0; i < MAX_REFRESHES; i++) {
+            result = produce_frame(frame, version, sc.topics, sc.node_id, now_ms, sc.broker_generation, crc32c_fn,
+                                   decompress_fn, room, sc.journal_on, 1);
+            if (result == NULL || result == Py_None || PyTuple_Check(result)) break;
+            /* a Topic whose lane settings are missing or stale: produce_lane.lane_settings, then again */
+            PyObject *fresh = PyObject_CallFunctionObjArgs(lane_settings_fn, sc.cluster, result, NULL);
+            Py_CLEAR(result);
+            if (fresh == NULL) break;
+            Py_DECREF(fresh);
+        }
+        Py_DECREF(frame);
+        if (result == NULL && PyErr_Occurred()) {
+            failed = 1;
+            break;
+        }
+        if (result == NULL || !PyTuple_Check(result)) { /* refused, or settings kept changing */
+            Py_XDECREF(result);
+            refused = 1;
+            break;
+        }
+        int done = finish_request(&sc, conn, result, now_ms, version, correlation_id, started);
+        Py_DECREF(result);
+        if (done < 0) {
+            failed = 1;
+            break;
+        }
+        staging_count++;
+        pos += 4 + (Py_ssize_t)size;
+    }
+    scene_free(&sc);
+    Py_DECREF(staging);
+    if (failed) return NULL;
+    return PyLong_FromSsize_t(refused ? ~pos : pos);
+}
+
+#define STAGING_METHODS                                                                                             \
+    {"setup_staging", setup_staging, METH_VARARGS,                                                                  \
+     "setup_staging(lane_settings, produce_about, total_cap_key, system_clock_type, crc32c_function,\n"             \
+     "              load_decompress)."},                                                                            \
+        {"borrow", (PyCFunction)(void (*)(void))borrow, METH_FASTCALL,                                              \
+         "borrow(broker, connection, end) -> offset, or ~offset of a frame the lane refused (see "                  \
+         "produce_lane_staging.h)."},                                                                               \
+        {"enable_staging", enable_staging, METH_O, "enable_staging(flag): borrow() answers nothing while off."},  \
+        {"staging_taken", staging_taken, METH_NOARGS, "Requests borrow() has answered."},
