@@ -6,9 +6,10 @@
    produce_lane.py for the list) and otherwise answers None *before changing anything*: the generated
    codec and the Produce handler then run and decide, name and log whatever is unusual.
 
-   setup(StoredBatch, batch_overhead, frame_slack, settings_key)
-       Once: where StoredBatch's slots live, memory_cap's BATCH_OVERHEAD and FRAME_SLACK, and the
-       answer_cache key under which produce_lane.py keeps each topic's lane settings.
+   setup(StoredBatch, batch_overhead, frame_slack, settings_key, PartitionLog)
+       Once: where StoredBatch's slots live, memory_cap's BATCH_OVERHEAD and FRAME_SLACK, the
+       answer_cache key under which produce_lane.py keeps each topic's lane settings, and the log class
+       whose append the lane does itself (log_append; any other class's append is called).
 
    produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,
            journal, borrowed=False) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)
@@ -16,7 +17,7 @@
        buffer that will be reused (the connection's staging buffer), so every stored batch is a copy
        and nothing keeps a view of it.  A Topic: its lane settings are
        missing or stale (produce_lane.py stores them and calls again).  Otherwise the batches are
-       appended (StoredBatch objects through PartitionLog.append, so fetch waiters are woken as usual;
+       appended (StoredBatch objects, as PartitionLog.append appends them: log_append; fetch waiters woken;
        an idempotent batch's sequence is asked of PartitionProducers.admits before anything is
        appended and recorded with PartitionProducers.record_append, as the handler does),
        ``answer`` is the whole response frame (a bytearray), ``counted_bytes`` what memory_cap counts for
@@ -50,7 +51,8 @@ static Py_ssize_t stored_offset[STORED_SLOTS];
 static Py_ssize_t batch_overhead = 0, frame_slack = 0;
 static PyObject *settings_key = NULL;
 static PyObject *s_answer_cache, *s_config, *s_generation, *s_partitions, *s_leader, *s_leader_epoch,
-    *s_next_offset, *s_log_start_offset, *s_append, *s_producers;
+    *s_next_offset, *s_log_start_offset, *s_append, *s_producers, *s_batches, *s_bases, *s_size_bytes, *s_listeners;
+static PyTypeObject *partition_log_type = NULL;
 
 #define STORED_SLOT(obj, i) (*(PyObject **)((char *)(obj) + stored_offset[i]))
 
@@ -59,38 +61,47 @@ static int intern(PyObject **slot, const char *name) {
     return 0;
 }
 
-static PyObject *setup(PyObject *self, PyObject *args) {
-    PyObject *cls, *key;
-    Py_ssize_t overhead, slack;
-    if (!PyArg_ParseTuple(args, "OnnU:setup", &cls, &overhead, &slack, &key)) return NULL;
+/* Where each named slot of ``cls`` lives (instances are then filled as the class's own __init__ would),
+   checking that the class has exactly these plain object slots. */
+static int slot_offsets(PyObject *cls, const char *const *names, int n, Py_ssize_t *offsets) {
     if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "setup() takes the StoredBatch class");
-        return NULL;
+        PyErr_SetString(PyExc_TypeError, "expected a class with __slots__");
+        return -1;
     }
     PyTypeObject *type = (PyTypeObject *)cls;
-    for (int i = 0; i < STORED_SLOTS; i++) {
-        PyObject *descr = PyDict_GetItemString(type->tp_dict, STORED_NAMES[i]);
+    for (int i = 0; i < n; i++) {
+        PyObject *descr = PyDict_GetItemString(type->tp_dict, names[i]);
         if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-            PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, STORED_NAMES[i]);
-            return NULL;
+            PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, names[i]);
+            return -1;
         }
         PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
         if (member->type != T_OBJECT_EX || (member->flags & READONLY)) {
-            PyErr_Format(PyExc_TypeError, "%s.%s is not a plain slot", type->tp_name, STORED_NAMES[i]);
-            return NULL;
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a plain slot", type->tp_name, names[i]);
+            return -1;
         }
-        stored_offset[i] = member->offset;
+        offsets[i] = member->offset;
     }
-    if (type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + STORED_SLOTS * sizeof(PyObject *))) {
+    if (type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + n * sizeof(PyObject *))) {
         PyErr_Format(PyExc_TypeError, "%s has slots this module does not know", type->tp_name);
-        return NULL;
+        return -1;
     }
+    return 0;
+}
+
+static PyObject *setup(PyObject *self, PyObject *args) {
+    PyObject *cls, *key, *log_cls;
+    Py_ssize_t overhead, slack;
+    if (!PyArg_ParseTuple(args, "OnnUO!:setup", &cls, &overhead, &slack, &key, &PyType_Type, &log_cls)) return NULL;
+    if (slot_offsets(cls, STORED_NAMES, STORED_SLOTS, stored_offset) < 0) return NULL;
     if (intern(&s_answer_cache, "answer_cache") || intern(&s_config, "config") ||
         intern(&s_generation, "_generation") || intern(&s_partitions, "partitions") ||
         intern(&s_leader, "leader") || intern(&s_leader_epoch, "leader_epoch") ||
         intern(&s_next_offset, "next_offset") || intern(&s_log_start_offset, "log_start_offset") ||
-        intern(&s_append, "append") || intern(&s_producers, "producers"))
+        intern(&s_append, "append") || intern(&s_producers, "producers") || intern(&s_batches, "batches") ||
+        intern(&s_bases, "_bases") || intern(&s_size_bytes, "size_bytes") || intern(&s_listeners, "listeners"))
         return NULL;
+    Py_XSETREF(partition_log_type, (PyTypeObject *)Py_NewRef(log_cls));
     Py_XSETREF(stored_type, (PyTypeObject *)Py_NewRef(cls));
     Py_XSETREF(settings_key, Py_NewRef(key));
     batch_overhead = overhead;
@@ -280,6 +291,53 @@ static PyObject *new_stored(Part *part, int64_t base, PyObject *buffers) {
     return obj;
 }
 
+/* PartitionLog.append of a batch the lane placed at the log's end (its base is the next_offset it
+   read): the same list appends and counters, then each listener (fetch waiters) as append calls them.
+   A log of another class gets its own append called. */
+static int log_append(PyObject *log, PyObject *stored, int64_t last_offset, Py_ssize_t size) {
+    if (!Py_IS_TYPE(log, partition_log_type)) {
+        PyObject *done = PyObject_CallMethodOneArg(log, s_append, stored);
+        Py_XDECREF(done);
+        return done == NULL ? -1 : 0;
+    }
+    PyObject *batches = PyObject_GetAttr(log, s_batches), *bases = PyObject_GetAttr(log, s_bases);
+    PyObject *base = STORED_SLOT(stored, 0); /* base_offset */
+    int failed = batches == NULL || bases == NULL || !PyList_Check(batches) || !PyList_Check(bases) ||
+                 PyList_Append(batches, stored) < 0 || PyList_Append(bases, base) < 0;
+    Py_XDECREF(batches);
+    Py_XDECREF(bases);
+    if (failed) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "PartitionLog.batches/_bases are not lists");
+        return -1;
+    }
+    PyObject *next = PyLong_FromLongLong(last_offset + 1);
+    failed = next == NULL || PyObject_SetAttr(log, s_next_offset, next) < 0;
+    Py_XDECREF(next);
+    if (failed) return -1;
+    PyObject *held = PyObject_GetAttr(log, s_size_bytes);
+    if (held == NULL) return -1;
+    PyObject *added = PyLong_FromSsize_t(size), *grown = added ? PyNumber_Add(held, added) : NULL;
+    Py_DECREF(held);
+    Py_XDECREF(added);
+    failed = grown == NULL || PyObject_SetAttr(log, s_size_bytes, grown) < 0;
+    Py_XDECREF(grown);
+    if (failed) return -1;
+    PyObject *listeners = PyObject_GetAttr(log, s_listeners);
+    if (listeners == NULL) return -1;
+    for (Py_ssize_t i = 0; PyList_Check(listeners) && i < PyList_GET_SIZE(listeners); i++) {
+        PyObject *notify = Py_NewRef(PyList_GET_ITEM(listeners, i));
+        PyObject *done = PyObject_CallOneArg(notify, log);
+        Py_DECREF(notify);
+        if (done == NULL) {
+            Py_DECREF(listeners);
+            return -1;
+        }
+        Py_DECREF(done);
+    }
+    Py_DECREF(listeners);
+    return 0;
+}
+
 static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned char *b, Part *part, int64_t now_ms) {
     int64_t base, epoch;
     if (!get_int64(part->log, s_next_offset, &base) || !get_int64(part->log, s_leader_epoch, &epoch)) return -1;
@@ -312,10 +370,9 @@ static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned ch
         }
         Py_DECREF(noted);
     }
-    PyObject *done = PyObject_CallMethodOneArg(part->log, s_append, stored);
+    int appended = log_append(part->log, stored, base + part->f.last_offset_delta, part->len);
     Py_DECREF(stored);
-    if (done == NULL) return -1;
-    Py_DECREF(done);
+    if (appended < 0) return -1;
     part->base_offset = base;
     return get_int64(part->log, s_log_start_offset, &part->log_start_offset) ? 0 : -1;
 }
@@ -436,7 +493,7 @@ static PyObject *produce(PyObject *self, PyObject *args) {
 #include "produce_lane_staging.h"
 
 static PyMethodDef methods[] = {
-    {"setup", setup, METH_VARARGS, "setup(StoredBatch, batch_overhead, frame_slack, settings_key)."},
+    {"setup", setup, METH_VARARGS, "setup(StoredBatch, batch_overhead, frame_slack, settings_key, PartitionLog)."},
     STAGING_METHODS
     {"produce", produce, METH_VARARGS,
      "produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,\n"

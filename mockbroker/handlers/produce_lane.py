@@ -17,15 +17,17 @@ when the Python path would append every partition without a word to say:
 
 Anything else (C answers None before changing anything) goes the usual way: the generated codec
 decodes, the Produce handler (k00_produce) decides, names and logs.  What the lane appends and answers
-is what that path would: the same StoredBatch objects through PartitionLog.append (fetch waiters are
-woken the same way), the same memory count, the same journal entry, the same answer bytes
+is what that path would: the same StoredBatch objects appended as PartitionLog.append appends them
+(fetch waiters are woken the same way), the same memory count, the same journal entry, the same answer bytes
 (tests/broker/test_produce_lane.py holds the two equal).  ``MOCKBROKER_PURE_PYTHON=1``, or an install
 without a C compiler, turns the lane off.
 
 Two ways in: dispatch offers it each Produce frame (:func:`serve`); and a connection with nothing
 queued hands the bytes of each read to :func:`borrow_function`'s C ``borrow``, which answers the
-leading whole Produce frames straight from the staging buffer with no Python call per request but
-PartitionLog.append and Journal.start (produce_lane_staging.h: the same checks as :func:`serve`).
+leading whole Produce frames straight from the staging buffer with no Python call per request
+(produce_lane_staging.h: the same checks as :func:`serve`; the journal entry filed as Journal.start
+files it).  The C code appends to PartitionLog and fills JournalEntry slots itself: if either class
+changes, the lane must follow (tests/broker/test_produce_lane.py compares logs and journals).
 """
 
 from __future__ import annotations
@@ -34,10 +36,10 @@ import os
 import time
 from typing import Any
 
-from mockbroker.faults.journal import PRODUCE_ABOUT
+from mockbroker.faults.journal import PRODUCE_ABOUT, Journal, JournalEntry
 from mockbroker.records.batch import crc32c_function
 from mockbroker.state.cluster import Topic
-from mockbroker.state.log import StoredBatch
+from mockbroker.state.log import PartitionLog, StoredBatch
 from mockbroker.state.memory_cap import BATCH_OVERHEAD, FRAME_SLACK, TOTAL_CAP
 
 SETTINGS_KEY = "produce lane"  # in Topic.answer_cache: see lane_settings
@@ -50,7 +52,7 @@ if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     except ImportError:  # built without a C compiler: every Produce takes the handler
         _lane = None
     else:
-        _lane.setup(StoredBatch, BATCH_OVERHEAD, FRAME_SLACK, SETTINGS_KEY)
+        _lane.setup(StoredBatch, BATCH_OVERHEAD, FRAME_SLACK, SETTINGS_KEY, PartitionLog)
 
 
 _decompress: Any = None  # batches.decompressed, loaded with the first Produce (start time)
@@ -129,3 +131,4 @@ if _lane is not None:
     from mockbroker.state.clock import SystemClock
 
     _lane.setup_staging(lane_settings, PRODUCE_ABOUT, TOTAL_CAP, SystemClock, crc32c_function, _load_decompress)
+    _lane.setup_journal(JournalEntry, Journal)

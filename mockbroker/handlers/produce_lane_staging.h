@@ -17,6 +17,9 @@
    borrow(broker, connection, end) -> int
        Answers Produce frames from ``connection._staging[:end]``.  Returns the offset of the first byte
        not consumed, or ``~offset`` when the lane refused the whole frame starting there.
+   setup_journal(JournalEntry, Journal)
+       Once: borrow() files its journal entries itself, as Journal.start files an answered one (the
+       next number, JournalEntry's slots, appended to the ring), into journals of exactly that class.
    enable_staging(flag) / staging_taken() -> int
        Tests turn borrowing off (as they turn dispatch's lane off) and count the requests it answered.
 */
@@ -30,6 +33,15 @@ static PyObject *s_cluster, *s_partitioned, *s_faults, *s_rules, *s_quotas, *s_e
     *s_memory_cap, *s_total, *s_values, *s_journal, *s_clock, *s_now_ms, *s_topics, *s_node_id, *s_peer,
     *s_client_software, *s_start, *s_transport, *s_closed, *s_write, *s_last_active;
 static int staging_on = 1;
+
+#define ENTRY_SLOTS 16
+static const char *const ENTRY_NAMES[ENTRY_SLOTS] = {
+    "seq", "time_ms", "broker", "connection", "client_id", "client_software", "api", "api_key", "version",
+    "correlation_id", "_latency_ms", "_about", "_errors", "_faults", "outcome", "throttle_ms",
+};
+static Py_ssize_t entry_offset[ENTRY_SLOTS];
+static PyTypeObject *entry_type = NULL, *journal_type = NULL;
+static PyObject *s_numbers, *s_entries, *zero = NULL;
 static long long staging_count = 0;
 
 #define MAX_REFRESHES 8 /* as produce_lane.MAX_REFRESHES */
@@ -66,6 +78,42 @@ static PyObject *setup_staging(PyObject *self, PyObject *args) {
     Py_XSETREF(crc32c_getter, Py_NewRef(crc_get));
     Py_XSETREF(decompress_getter, Py_NewRef(decompress_get));
     Py_RETURN_NONE;
+}
+
+static PyObject *setup_journal(PyObject *self, PyObject *args) {
+    PyObject *entry_cls, *journal_cls;
+    if (!PyArg_ParseTuple(args, "OO!:setup_journal", &entry_cls, &PyType_Type, &journal_cls)) return NULL;
+    if (slot_offsets(entry_cls, ENTRY_NAMES, ENTRY_SLOTS, entry_offset) < 0 || intern(&s_numbers, "_numbers") ||
+        intern(&s_entries, "_entries"))
+        return NULL;
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL) return NULL;
+    Py_XSETREF(entry_type, (PyTypeObject *)Py_NewRef(entry_cls));
+    Py_XSETREF(journal_type, (PyTypeObject *)Py_NewRef(journal_cls));
+    Py_RETURN_NONE;
+}
+
+/* Journal.start(...) of an answered Produce: JournalEntry(next(numbers), ...) appended to the ring. */
+static int journal_answered(PyObject *journal, PyObject *values[ENTRY_SLOTS]) {
+    PyObject *numbers = PyObject_GetAttr(journal, s_numbers), *ring = PyObject_GetAttr(journal, s_entries);
+    PyObject *seq = numbers ? PyIter_Next(numbers) : NULL;
+    PyObject *entry = seq ? entry_type->tp_alloc(entry_type, 0) : NULL;
+    int failed = entry == NULL;
+    values[0] = seq;
+    for (int i = 0; i < ENTRY_SLOTS; i++) {
+        if (entry != NULL)
+            *(PyObject **)((char *)entry + entry_offset[i]) = Py_XNewRef(values[i]);
+    }
+    Py_XDECREF(seq);
+    if (!failed) {
+        PyObject *done = PyObject_CallMethodOneArg(ring, s_append, entry);
+        failed = done == NULL;
+        Py_XDECREF(done);
+    }
+    if (failed && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the journal's numbering ended");
+    Py_XDECREF(entry);
+    Py_XDECREF(numbers);
+    Py_XDECREF(ring);
+    return failed ? -1 : 0;
 }
 
 static PyObject *enable_staging(PyObject *self, PyObject *flag) {
@@ -222,16 +270,30 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
     if (cap_grow(sc, counted) < 0) return -1;
     if (pairs != Py_None) {
         PyObject *peer = PyObject_GetAttr(conn, s_peer), *software = PyObject_GetAttr(conn, s_client_software);
-        PyObject *entry = NULL;
-        if (peer != NULL && software != NULL)
-            entry = PyObject_CallMethod(sc->journal, "start", "LlOOOOiiiN()ds", now_ms, sc->node_id, peer, client_id,
-                                        software, produce_name, 0, version, (int)correlation_id,
-                                        Py_BuildValue("(O(OO))", produce_about, pairs, Py_None),
-                                        (monotonic_s() - started) * 1000.0, "answered");
+        double latency_ms = (monotonic_s() - started) * 1000.0;
+        int failed = peer == NULL || software == NULL;
+        if (!failed && entry_type != NULL && Py_IS_TYPE(sc->journal, journal_type)) {
+            PyObject *values[ENTRY_SLOTS] = {
+                NULL, PyLong_FromLongLong(now_ms), PyLong_FromLong(sc->node_id), peer, client_id, software,
+                produce_name, zero, PyLong_FromLong(version), PyLong_FromLong(correlation_id),
+                PyFloat_FromDouble(latency_ms), Py_BuildValue("(O(OO))", produce_about, pairs, Py_None), no_faults,
+                no_faults, answered_name, zero,
+            };
+            failed = values[1] == NULL || values[2] == NULL || values[8] == NULL || values[9] == NULL ||
+                     values[10] == NULL || values[11] == NULL || journal_answered(sc->journal, values) < 0;
+            for (int i = 1; i < ENTRY_SLOTS; i++)
+                if (i == 1 || i == 2 || (i >= 8 && i <= 11)) Py_XDECREF(values[i]);
+        } else if (!failed) {
+            PyObject *entry = PyObject_CallMethod(sc->journal, "start", "LlOOOOiiiN()ds", now_ms, sc->node_id, peer,
+                                                  client_id, software, produce_name, 0, version, (int)correlation_id,
+                                                  Py_BuildValue("(O(OO))", produce_about, pairs, Py_None),
+                                                  latency_ms, "answered");
+            failed = entry == NULL;
+            Py_XDECREF(entry);
+        }
         Py_XDECREF(peer);
         Py_XDECREF(software);
-        if (entry == NULL) return -1;
-        Py_DECREF(entry);
+        if (failed) return -1;
     }
     /* Connection.write: nothing goes to a closed connection */
     int closed = attr_true(conn, s_closed);
@@ -353,5 +415,6 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         {"borrow", (PyCFunction)(void (*)(void))borrow, METH_FASTCALL,                                              \
          "borrow(broker, connection, end) -> offset, or ~offset of a frame the lane refused (see "                  \
          "produce_lane_staging.h)."},                                                                               \
+        {"setup_journal", setup_journal, METH_VARARGS, "setup_journal(JournalEntry, Journal)."},                  \
         {"enable_staging", enable_staging, METH_O, "enable_staging(flag): borrow() answers nothing while off."},  \
         {"staging_taken", staging_taken, METH_NOARGS, "Requests borrow() has answered."},
