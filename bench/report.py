@@ -45,13 +45,17 @@ def paired_quartiles(row: Row, ours: list[float] | None, theirs: list[float] | N
     return pairs[len(pairs) // 4], pairs[(3 * len(pairs)) // 4]
 
 
+def _samples_word(n: int) -> str:
+    return {2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
+
+
 def markdown(doc: dict[str, Any]) -> str:
     brokers: list[str] = doc["brokers"]
     peers = [b for b in brokers if not b.startswith("mockbroker")]
     results = doc["results"]
     lines = [
-        f"Measured {doc['date']} on {doc['machine']}; median of {doc['repeat']} repetitions (two samples each for "
-        "the 100k loads); "
+        f"Measured {doc['date']} on {doc['machine']}; median of {doc['repeat']} repetitions "
+        f"({_samples_word(doc.get('short_samples', 2))} samples each for the 100k loads); "
         f"`make bench` regenerates this table and [the chart](bench/results.png).  "
         "The ratio columns are mockbroker's cost over the peer's (time, or 1/rate for MB/s and GB/s rows): "
         "**<= 1.00 means mockbroker is at least as fast**; in brackets, the middle half of the ratios of the "

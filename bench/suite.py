@@ -123,16 +123,21 @@ FRESH = {"1 MiB messages"}  # runs on a fresh broker process: a GB of earlier da
 Load = tuple[str, tuple[str, ...], "str | None", Callable[[Peer], Any]]
 
 
+# the 100k loads take a fraction of a second and vary most (this VM's fast and slow spells split their
+# samples into two groups): several samples per repetition, so each median rests on more of them
+SHORT_SAMPLES = 4
+
+
 def round_loads(scale: Scale, i: int) -> list[Load]:
     """The loads of one repetition: (name, the rows it fills, its broker-CPU row or None, the load)."""
-    short: list[Load] = [  # the 100k loads take a fraction of a second and vary most: two samples per repetition
+    short: list[Load] = [
         (f"confluent 100k #{n}", ("c100k_produce", "c100k_consume"), "cpu_c100k",
          lambda peer, n=n: loads.produce_consume(peer, f"c100k-{i}-{n}", scale.records, 100, 4))
-        for n in (1, 2)
+        for n in range(1, SHORT_SAMPLES + 1)
     ] + [
         (f"aiokafka 100k #{n}", ("aio100k_produce", "aio100k_consume"), "cpu_aio100k",
          lambda peer, n=n: loads.aiokafka_produce_consume(peer, f"aio-{i}-{n}", scale.records, 100, 4))
-        for n in (1, 2)
+        for n in range(1, SHORT_SAMPLES + 1)
     ]
     return [
         *short,
@@ -289,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         return 0
     document: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d"), "repeat": repeat, "machine": _machine(),
+        "date": time.strftime("%Y-%m-%d"), "repeat": repeat, "short_samples": SHORT_SAMPLES, "machine": _machine(),
         "brokers": brokers, "not_measured": failed, "results": results, "samples": samples,
     }
     args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")

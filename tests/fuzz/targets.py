@@ -8,14 +8,16 @@ output above its cap, the C record checker disagreeing with the Python one) are 
 
 Input layouts (the corpus builder, ``tests/fuzz/build_corpus.py``, writes seeds in them):
 
-* ``frames``: byte 0 picks ``socket.request.max.bytes`` (:data:`FRAME_LIMITS`), byte 1 the read
+* ``frames``: byte 0 picks ``socket.request.max.bytes`` (:data:`FRAME_LIMITS`) and with bit 7 hands
+  each read to the C produce lane's ``borrow`` first (as a broker's connections do), byte 1 the read
   sizes; the rest is the byte stream a client sends.
 * ``requests`` and ``dispatch``: byte 0 even: the rest is a whole request frame (header and body);
   odd: bytes 1-2 pick one of the (api key, version) pairs the broker registers, a valid request
   header for it is prepended to the rest (the body).  ``dispatch`` inputs may hold several frames
   separated by :data:`SEP` (the first as above, the others whole frames); byte 0 bit 1 puts them on
   a SASL_PLAINTEXT connection, bit 2 adds a fault rule on every request (bits 3-5: the action from
-  :data:`FAULT_ACTIONS`, bit 7: error scope "partition").
+  :data:`FAULT_ACTIONS`, bit 7: error scope "partition"); without bit 2, bit 3 offers each frame to
+  the C produce lane's ``borrow`` from the connection's staging buffer before dispatching it.
 * ``batches``: byte 0's low two bits pick the format (0 and 3: a v2 batch, 1: a v0/v1 message
   set, 2: bare records for the record checkers: count, flags, base timestamp, then the records), bit 2
   has the harness fix CRCs and lengths so mutations get past them, bit 3 allows a partial tail; the
@@ -99,6 +101,41 @@ class _Transport:
 
     def writelines(self, buffers: list[Any]) -> None: ...
 
+    def write(self, data: Any) -> None: ...
+
+
+def _borrow() -> Any:
+    """The C produce lane's borrow(broker, connection, end), None when it is not built."""
+    from mockbroker.handlers import produce_lane
+
+    return produce_lane.borrow_function()
+
+
+_FRAMES_BROKER: Any = None  # the frames target's broker for borrow (kept between inputs: its state grows)
+
+
+def _recording_borrow(seen: list[bytes]) -> Callable[[Connection, int], int] | None:
+    """borrow(), recording the frames it consumed (in order, into ``seen``) and checking its answer."""
+    global _FRAMES_BROKER
+    real = _borrow()
+    if real is None:
+        return None
+    if _FRAMES_BROKER is None:
+        _FRAMES_BROKER = fresh_broker()
+
+    def borrow(conn: Connection, end: int) -> int:
+        got = real(_FRAMES_BROKER, conn, end)
+        upto = ~got if got < 0 else got
+        if not 0 <= upto <= end:
+            raise Finding(f"borrow() answered {got} for {end} bytes")
+        taken, _ = _reference_frames(bytes(conn._staging[:upto]), conn.max_request_bytes)
+        if sum(4 + len(f) for f in taken) != upto:
+            raise Finding(f"borrow() stopped at {upto}, inside a frame")
+        seen.extend(taken)
+        return got
+
+    return borrow
+
 
 def _reference_frames(stream: bytes, limit: int) -> tuple[list[bytes], bool]:
     """What a correct reader makes of ``stream``: its whole frames, and whether it must close."""
@@ -128,6 +165,8 @@ def fuzz_frames(data: bytes) -> None:
     stream = data[2:]
     seen: list[bytes] = []
     conn = Connection(0, lambda c, frame: seen.append(bytes(frame)), limit, _STAGING)
+    if data[0] & 0x80:
+        conn.borrow = _recording_borrow(seen)
     transport = _Transport()
     conn.connection_made(transport)  # type: ignore[arg-type]
     pos = 0
@@ -288,10 +327,24 @@ async def _dispatch_all(frames: list[bytes], sasl: bool, mode: int = 0) -> None:
         broker.cluster.credentials = _credentials()
         conn.sasl = SaslSession(broker.cluster.credentials, enabled_mechanisms(broker.cluster.config), 0)
     try:
+        borrow = _borrow() if mode & 0x0C == 0x08 else None
         for frame in frames:
             if conn.closed:
                 return
-            result = dispatch(broker, conn, memoryview(frame))
+            if borrow is not None and len(frame) + 4 <= len(_STAGING):
+                _STAGING[:4] = _SIZE.pack(len(frame))
+                _STAGING[4 : 4 + len(frame)] = frame
+                got = borrow(broker, conn, len(frame) + 4)
+                _STAGING[: 4 + len(frame)] = bytes(4 + len(frame))  # a view the lane kept would now read zeros
+                if got == len(frame) + 4:
+                    broker.cluster.tick()
+                    continue
+                if got not in (0, ~0):
+                    raise Finding(f"borrow() answered {got} for one whole frame of {len(frame)} bytes")
+                frame = memoryview(frame)
+                if got == ~0:
+                    conn.lane_declined = frame
+            result = dispatch(broker, conn, memoryview(frame) if isinstance(frame, bytes) else frame)
             if result is not None and not isinstance(result, list):
                 try:
                     result = await asyncio.wait_for(result, DISPATCH_WAIT_S)
