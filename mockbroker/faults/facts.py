@@ -7,11 +7,11 @@ partitions (ints, or structs with ``partition_index``/``partition``/``index``) c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from mockbroker.faults.journal import PRODUCE_ABOUT
+from mockbroker.plain import Slotted
 from mockbroker.protocol.runtime import EncodedList, Struct
 
 _PARTITION_LISTS = ("partitions", "partition_data", "partition_indexes", "partition_responses")
@@ -20,11 +20,14 @@ _GROUP_KEYS = ("group_id", "key")
 _ZERO_UUID = b"\x00" * 16
 
 
-@dataclass(slots=True)
-class Facts:
-    topics: dict[str, set[int]] = field(default_factory=dict)  # topic -> partitions (empty: the whole topic)
-    group_ids: set[str] = field(default_factory=set)
-    transactional_id: str | None = None
+class Facts(Slotted):
+    __slots__ = ("group_ids", "topics", "transactional_id")
+
+    def __init__(self, topics: dict[str, set[int]] | None = None, group_ids: set[str] | None = None,
+                 transactional_id: str | None = None) -> None:
+        self.topics: dict[str, set[int]] = {} if topics is None else topics  # topic -> partitions (empty: whole topic)
+        self.group_ids: set[str] = set() if group_ids is None else group_ids
+        self.transactional_id = transactional_id
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from mockbroker.handlers.index import HANDLER_INDEX
+from mockbroker.plain import FrozenSlotted
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import EncodedList
 
 NO_RESPONSE = object()  # a handler's answer when Kafka sends nothing back (Produce with acks=0)
 
 
-@dataclass(frozen=True)
-class Handler:
-    api_key: int
-    min_version: int
-    max_version: int
-    fn: Callable[..., Any]
+class Handler(FrozenSlotted):
+    __slots__ = ("api_key", "fn", "max_version", "min_version")
+
+    def __init__(self, api_key: int, min_version: int, max_version: int, fn: Callable[..., Any]) -> None:
+        object.__setattr__(self, "api_key", api_key)
+        object.__setattr__(self, "min_version", min_version)
+        object.__setattr__(self, "max_version", max_version)
+        object.__setattr__(self, "fn", fn)
 
 
 HANDLERS: dict[int, Handler] = {}

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import importlib
 import struct
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from mockbroker.codec_errors import CodecError, InvalidLengthError, InvalidValueError, TruncatedError
+from mockbroker.plain import Slotted
 from mockbroker.protocol.generated import APIS, OTHERS
 from mockbroker.protocol.runtime import EncodeError, Struct, assemble
 
@@ -96,17 +96,20 @@ def response_header_version(api_key: int, version: int) -> int:
     return 1 if is_flexible(api_key, version) else 0
 
 
-@dataclass(slots=True)
-class Request:
+class Request(Slotted):
     """A decoded request frame.  ``header_tags`` holds the header's tagged fields, if any."""
 
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    body: Struct
-    header_tags: list | None = None
-    trailing_bytes: int = 0
+    __slots__ = ("api_key", "api_version", "body", "client_id", "correlation_id", "header_tags", "trailing_bytes")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Struct,
+                 header_tags: list | None = None, trailing_bytes: int = 0) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.body = body
+        self.header_tags = header_tags
+        self.trailing_bytes = trailing_bytes
 
 
 def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:

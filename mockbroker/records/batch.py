@@ -23,7 +23,6 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 from mockbroker.codec_errors import (
     CorruptRecordError,
@@ -32,6 +31,7 @@ from mockbroker.codec_errors import (
     TruncatedError,
     UnsupportedCompressionError,
 )
+from mockbroker.plain import Slotted
 from mockbroker.records.compression import DEFAULT_MAX_SIZE, NONE, ZSTD, compress, decompress
 from mockbroker.records.record import Record, decode_records, encode_record
 
@@ -103,23 +103,29 @@ _CONTROL_KEY = struct.Struct(">hh")
 _CONTROL_VALUE = struct.Struct(">hi")
 
 
-@dataclass(slots=True)
-class BatchHeader:
+class BatchHeader(Slotted):
     """The 61-byte header of a v2 record batch (field names follow Kafka's)."""
 
-    base_offset: int
-    batch_length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    record_count: int
+    __slots__ = ("attributes", "base_offset", "base_sequence", "base_timestamp", "batch_length", "crc",
+                 "last_offset_delta", "magic", "max_timestamp", "partition_leader_epoch", "producer_epoch",
+                 "producer_id", "record_count")
+
+    def __init__(self, base_offset: int, batch_length: int, partition_leader_epoch: int, magic: int, crc: int,
+                 attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int, producer_id: int,
+                 producer_epoch: int, base_sequence: int, record_count: int) -> None:
+        self.base_offset = base_offset
+        self.batch_length = batch_length
+        self.partition_leader_epoch = partition_leader_epoch
+        self.magic = magic
+        self.crc = crc
+        self.attributes = attributes
+        self.last_offset_delta = last_offset_delta
+        self.base_timestamp = base_timestamp
+        self.max_timestamp = max_timestamp
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.record_count = record_count
 
     @property
     def compression(self) -> int:

@@ -13,7 +13,6 @@ values come back as memoryviews of the block (no copies), header values as bytes
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from mockbroker.codec_errors import (
     CorruptRecordError,
@@ -22,6 +21,7 @@ from mockbroker.codec_errors import (
     RecordCountError,
     TruncatedError,
 )
+from mockbroker.plain import Slotted
 from mockbroker.records.varint import append_varint, read_zigzag
 
 __all__ = ["MIN_RECORD_SIZE", "Record", "decode_records", "encode_record"]
@@ -32,16 +32,20 @@ MIN_RECORD_SIZE = 7  # length, attributes, timestampDelta, offsetDelta, keyLen, 
 _MIN_RECORD_BODY = 6
 
 
-@dataclass(slots=True)
-class Record:
+class Record(Slotted):
     """One record of a v2 batch. Decoded keys/values are memoryviews into the batch data."""
 
-    offset_delta: int
-    timestamp_delta: int
-    key: bytes | memoryview | None
-    value: bytes | memoryview | None
-    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
-    attributes: int = 0
+    __slots__ = ("attributes", "headers", "key", "offset_delta", "timestamp_delta", "value")
+
+    def __init__(self, offset_delta: int, timestamp_delta: int, key: bytes | memoryview | None,
+                 value: bytes | memoryview | None, headers: list[tuple[str, bytes | None]] | None = None,
+                 attributes: int = 0) -> None:
+        self.offset_delta = offset_delta
+        self.timestamp_delta = timestamp_delta
+        self.key = key
+        self.value = value
+        self.headers: list[tuple[str, bytes | None]] = [] if headers is None else headers
+        self.attributes = attributes
 
     def __repr__(self) -> str:
         key = None if self.key is None else bytes(self.key)

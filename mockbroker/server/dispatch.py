@@ -21,7 +21,6 @@ import logging
 import struct
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.codec_errors import CodecError
@@ -30,6 +29,7 @@ from mockbroker.faults import inject
 from mockbroker.faults.facts import journal_about, request_facts, response_error_codes
 from mockbroker.handlers import produce_lane
 from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_version_keys, handler_for
+from mockbroker.plain import Slotted
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import Struct
 from mockbroker.server import throttle
@@ -44,19 +44,33 @@ _SIZE = struct.Struct(">i")
 _LANE = produce_lane.available()
 
 
-@dataclass(slots=True)
-class RequestContext:
+class RequestContext(Slotted):
     """What a handler knows about the request besides its body."""
 
-    broker: BrokerServer
-    connection: Connection
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    cluster: ClusterState  # the broker's cluster state when the request came in (plain fields: read often)
-    broker_id: int
-    throttle_ms: int = 0  # what quotas or fault rules throttled this request by (the journal shows it)
+    __slots__ = (
+        "api_key",
+        "api_version",
+        "broker",
+        "broker_id",
+        "client_id",
+        "cluster",
+        "connection",
+        "correlation_id",
+        "throttle_ms",
+    )
+
+    def __init__(self, broker: BrokerServer, connection: Connection, api_key: int, api_version: int,
+                 correlation_id: int, client_id: str | None, cluster: ClusterState, broker_id: int,
+                 throttle_ms: int = 0) -> None:
+        self.broker = broker
+        self.connection = connection
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.cluster = cluster  # the broker's cluster state when the request came in (plain fields: read often)
+        self.broker_id = broker_id
+        self.throttle_ms = throttle_ms  # what quotas or fault rules throttled this request by (the journal shows it)
 
     @property
     def principal(self) -> str:

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.plain import FrozenSlotted
 
 log = logging.getLogger("mockbroker.acls")
 
@@ -112,17 +112,18 @@ def operations_bitfield(operations: Iterable[int]) -> int:
     return bits
 
 
-@dataclass(frozen=True, slots=True)
-class AclBinding:
+class AclBinding(FrozenSlotted):
     """One ACL: a resource pattern and an access control entry."""
 
-    resource_type: int
-    resource_name: str
-    pattern_type: int
-    principal: str
-    host: str
-    operation: int
-    permission_type: int
+    __slots__ = ("host", "operation", "pattern_type", "permission_type", "principal", "resource_name",
+                 "resource_type")
+
+    def __init__(self, resource_type: int, resource_name: str, pattern_type: int, principal: str, host: str,
+                 operation: int, permission_type: int) -> None:
+        for name, value in (("resource_type", resource_type), ("resource_name", resource_name),
+                            ("pattern_type", pattern_type), ("principal", principal), ("host", host),
+                            ("operation", operation), ("permission_type", permission_type)):
+            object.__setattr__(self, name, value)
 
     def __str__(self) -> str:
         return (f"(pattern=ResourcePattern(resourceType={_name(ResourceType, self.resource_type)}, "
@@ -132,18 +133,20 @@ class AclBinding:
                 f"permissionType={_name(PermissionType, self.permission_type)}))")
 
 
-@dataclass(frozen=True, slots=True)
-class AclFilter:
+class AclFilter(FrozenSlotted):
     """An ACL binding filter: ANY codes and None strings match everything; pattern type MATCH
     matches every pattern that would apply to the named resource."""
 
-    resource_type: int = ResourceType.ANY
-    resource_name: str | None = None
-    pattern_type: int = PatternType.ANY
-    principal: str | None = None
-    host: str | None = None
-    operation: int = Op.ANY
-    permission_type: int = PermissionType.ANY
+    __slots__ = ("host", "operation", "pattern_type", "permission_type", "principal", "resource_name",
+                 "resource_type")
+
+    def __init__(self, resource_type: int = ResourceType.ANY, resource_name: str | None = None,
+                 pattern_type: int = PatternType.ANY, principal: str | None = None, host: str | None = None,
+                 operation: int = Op.ANY, permission_type: int = PermissionType.ANY) -> None:
+        for name, value in (("resource_type", resource_type), ("resource_name", resource_name),
+                            ("pattern_type", pattern_type), ("principal", principal), ("host", host),
+                            ("operation", operation), ("permission_type", permission_type)):
+            object.__setattr__(self, name, value)
 
     def check(self) -> None:
         """INVALID_REQUEST for a filter with UNKNOWN (or undefined) codes, as Kafka's controller."""

@@ -24,22 +24,25 @@ is callable directly (tests; MockCluster.run_log_cleaner); the cluster runs it f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from mockbroker import records as rec
+from mockbroker.plain import Slotted
 from mockbroker.records.record import encode_record
 from mockbroker.state.log import PartitionLog, StoredBatch
 
 NEVER = 2**63 - 1
 
 
-@dataclass(slots=True)
-class CompactionResult:
-    removed_records: int = 0
-    rewritten_batches: int = 0
-    dropped_batches: int = 0
-    retry_at_ms: int = NEVER  # when a tombstone or a too-young batch becomes cleanable
+class CompactionResult(Slotted):
+    __slots__ = ("dropped_batches", "removed_records", "retry_at_ms", "rewritten_batches")
+
+    def __init__(self, removed_records: int = 0, rewritten_batches: int = 0, dropped_batches: int = 0,
+                 retry_at_ms: int = NEVER) -> None:
+        self.removed_records = removed_records
+        self.rewritten_batches = rewritten_batches
+        self.dropped_batches = dropped_batches
+        self.retry_at_ms = retry_at_ms  # when a tombstone or a too-young batch becomes cleanable
 
 
 def _join(stored: StoredBatch) -> bytes:

@@ -9,33 +9,42 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mockbroker import records as rec
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.plain import Slotted
 from mockbroker.state.producer_state import PartitionProducers
 
 
-@dataclass(slots=True)
-class StoredBatch:
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    size: int
-    buffers: tuple[Any, ...]  # what goes on the wire, in order
-    producer_id: int = -1
-    is_transactional: bool = False
-    is_control: bool = False
+class StoredBatch(Slotted):
+    """A batch in a partition's log (the C produce lane fills these slots itself: keep them plain)."""
+
+    __slots__ = ("base_offset", "buffers", "is_control", "is_transactional", "last_offset", "max_timestamp",
+                 "producer_id", "size")
+
+    def __init__(self, base_offset: int, last_offset: int, max_timestamp: int, size: int, buffers: tuple[Any, ...],
+                 producer_id: int = -1, is_transactional: bool = False, is_control: bool = False) -> None:
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        self.max_timestamp = max_timestamp
+        self.size = size
+        self.buffers = buffers  # what goes on the wire, in order
+        self.producer_id = producer_id
+        self.is_transactional = is_transactional
+        self.is_control = is_control
 
 
-@dataclass(slots=True)
-class ReadResult:
-    buffers: list[Any]
-    size: int
-    high_watermark: int
-    log_start_offset: int
-    batches: list[StoredBatch] = field(default_factory=list)
+class ReadResult(Slotted):
+    __slots__ = ("batches", "buffers", "high_watermark", "log_start_offset", "size")
+
+    def __init__(self, buffers: list[Any], size: int, high_watermark: int, log_start_offset: int,
+                 batches: list[StoredBatch] | None = None) -> None:
+        self.buffers = buffers
+        self.size = size
+        self.high_watermark = high_watermark
+        self.log_start_offset = log_start_offset
+        self.batches: list[StoredBatch] = [] if batches is None else batches
 
 
 class PartitionLog:

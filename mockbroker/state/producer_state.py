@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from dataclasses import dataclass, field
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.plain import FrozenSlotted, Slotted
 
 INT32_MAX = 2**31 - 1
 WINDOW = 5  # batches remembered per producer for duplicate detection (Kafka's NUM_BATCHES_TO_RETAIN)
@@ -36,34 +36,50 @@ def last_sequence(first_sequence: int, record_count: int) -> int:
     return last - INT32_MAX - 1 if last > INT32_MAX else last
 
 
-@dataclass(slots=True)
-class BatchMeta:
-    first_seq: int
-    last_seq: int
-    first_offset: int
-    last_offset: int
+class BatchMeta(Slotted):
+    __slots__ = ("first_offset", "first_seq", "last_offset", "last_seq")
+
+    def __init__(self, first_seq: int, last_seq: int, first_offset: int, last_offset: int) -> None:
+        self.first_seq = first_seq
+        self.last_seq = last_seq
+        self.first_offset = first_offset
+        self.last_offset = last_offset
 
 
-@dataclass(slots=True)
-class ProducerEntry:
-    producer_id: int
-    epoch: int = NO_EPOCH
-    batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=WINDOW))
-    last_timestamp: int = -1  # the largest record timestamp of the last batch (what Kafka reports)
-    last_append_ms: int = 0  # broker time of the last write (what expiry measures)
-    coordinator_epoch: int = -1
-    txn_first_offset: int = -1  # -1: no open transaction
+class ProducerEntry(Slotted):
+    __slots__ = (
+        "batches",
+        "coordinator_epoch",
+        "epoch",
+        "last_append_ms",
+        "last_timestamp",
+        "producer_id",
+        "txn_first_offset",
+    )
+
+    def __init__(self, producer_id: int, epoch: int = NO_EPOCH, batches: deque[BatchMeta] | None = None,
+                 last_timestamp: int = -1, last_append_ms: int = 0, coordinator_epoch: int = -1,
+                 txn_first_offset: int = -1) -> None:
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.batches: deque[BatchMeta] = deque(maxlen=WINDOW) if batches is None else batches
+        self.last_timestamp = last_timestamp  # the largest record timestamp of the last batch (what Kafka reports)
+        self.last_append_ms = last_append_ms  # broker time of the last write (what expiry measures)
+        self.coordinator_epoch = coordinator_epoch
+        self.txn_first_offset = txn_first_offset  # -1: no open transaction
 
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
 
 
-@dataclass(slots=True, frozen=True)
-class AbortedTxn:
-    producer_id: int
-    first_offset: int
-    last_offset: int  # the offset of the ABORT marker
+class AbortedTxn(FrozenSlotted):
+    __slots__ = ("first_offset", "last_offset", "producer_id")
+
+    def __init__(self, producer_id: int, first_offset: int, last_offset: int) -> None:
+        object.__setattr__(self, "producer_id", producer_id)
+        object.__setattr__(self, "first_offset", first_offset)
+        object.__setattr__(self, "last_offset", last_offset)  # the offset of the ABORT marker
 
 
 class PartitionProducers:
