@@ -350,6 +350,13 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (size < 8 || size > max_bytes || end - pos - 4 < size) break; /* the connection decides */
         const unsigned char *h = b + pos + 4;
         if (h[0] || h[1]) break; /* not a Produce: dispatched in turn */
+        if (pos > 0) { /* as Connection._process: nothing more is handled once the connection closed */
+            int closed = attr_true(conn, s_closed);
+            if (closed) {
+                failed = closed < 0;
+                break;
+            }
+        }
         if (!scene) {
             int may = scene_load(&sc, broker);
             if (may <= 0) {
