@@ -12,11 +12,11 @@
        whose append the lane does itself (log_append; any other class's append is called).
 
    produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,
-           journal, borrowed=False) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)
-       ``frame`` is the request without its size prefix (a memoryview); ``borrowed``: it lies in a
-       buffer that will be reused (the connection's staging buffer), so every stored batch is a copy
-       and nothing keeps a view of it.  A Topic: its lane settings are
-       missing or stale (produce_lane.py stores them and calls again).  Otherwise the batches are
+           journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)
+       ``frame`` is the request without its size prefix (a memoryview).  (The staging way calls
+       produce_frame() with ``borrowed``: the frame lies in the connection's staging buffer, which is
+       reused, so every stored batch is a copy and nothing keeps a view of it.)  A Topic: its lane
+       settings are missing or stale (produce_lane.py stores them and calls again).  Otherwise the batches are
        appended (StoredBatch objects, as PartitionLog.append appends them: log_append; fetch waiters woken;
        an idempotent batch's sequence is asked of PartitionProducers.admits before anything is
        appended and recorded with PartitionProducers.record_append, as the handler does),
@@ -482,12 +482,11 @@ static PyObject *produce(PyObject *self, PyObject *args) {
     long broker_id;
     long long now_ms;
     Py_ssize_t cap_room;
-    int borrowed = 0;
-    if (!PyArg_ParseTuple(args, "OiO!lLOOOnp|p:produce", &frame, &version, &PyDict_Type, &topics, &broker_id,
-                          &now_ms, &broker_generation, &crc32c, &decompress, &cap_room, &journal, &borrowed))
+    if (!PyArg_ParseTuple(args, "OiO!lLOOOnp:produce", &frame, &version, &PyDict_Type, &topics, &broker_id,
+                          &now_ms, &broker_generation, &crc32c, &decompress, &cap_room, &journal))
         return NULL;
     return produce_frame(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,
-                         journal, borrowed);
+                         journal, 0);
 }
 
 #include "produce_lane_staging.h"
@@ -497,8 +496,7 @@ static PyMethodDef methods[] = {
     STAGING_METHODS
     {"produce", produce, METH_VARARGS,
      "produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,\n"
-     "        journal, borrowed=False) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)\n"
-     "(see the module comment)."},
+     "        journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id) (see the module comment)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -85,12 +85,9 @@ def lane_settings(cluster: Any, topic: Topic) -> None:
         policy.after_max_ms, policy.compacted, policy.check_records)
 
 
-def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_id: int,
-          borrowed: bool = False) -> list[Any] | None:
+def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_id: int) -> list[Any] | None:
     """The encoded answer when the lane took the request (already appended and journaled), else None
-    (nothing changed: the usual path runs).  Dispatch calls it only off SASL listeners.  ``borrowed``:
-    ``frame`` lies in the connection's shared staging buffer (dispatch.borrow), so the lane keeps a
-    copy of every batch it stores and no view of the frame."""
+    (nothing changed: the usual path runs).  Dispatch calls it only off SASL listeners."""
     cluster = broker.cluster
     if (broker.partitioned or cluster.faults.rules or cluster.quotas.enabled
             or cluster.drop_produce_responses > 0 or cluster.acls.enabled):
@@ -104,7 +101,7 @@ def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_i
     started = time.perf_counter()
     for _ in range(MAX_REFRESHES):
         result = _lane.produce(frame, version, cluster.topics, broker.node_id, now_ms, cluster.config.generation,
-                               crc32c_function(), decompress, room, journal.enabled, borrowed)
+                               crc32c_function(), decompress, room, journal.enabled)
         if type(result) is not Topic:
             break
         lane_settings(cluster, result)
