@@ -238,7 +238,7 @@ def test_lane_answers_and_stores_what_the_handler_does(pair: tuple[MockCluster, 
     assert _journal(lane) == _journal(handler)
     # the lane took a good share of the requests (the rest went to the handler, as they must),
     # idempotent batches among them (only the lane asks PartitionProducers.admits); one request at a
-    # time, each was next in line and answered from the staging buffer (dispatch.borrow)
+    # time, each was next in line and answered from the staging buffer (the C borrow())
     assert 40 <= counting.taken <= 330, counting.taken
     assert admitted[0] >= 10, admitted
     assert counting.borrowed > 0, counting.borrowed
