@@ -127,5 +127,6 @@ def borrow_function() -> Any:
 if _lane is not None:
     from mockbroker.state.clock import SystemClock
 
-    _lane.setup_staging(lane_settings, PRODUCE_ABOUT, TOTAL_CAP, SystemClock, crc32c_function, _load_decompress)
+    _lane.setup_staging(lane_settings, PRODUCE_ABOUT, TOTAL_CAP, SystemClock, crc32c_function, _load_decompress,
+                        MAX_REFRESHES)
     _lane.setup_journal(JournalEntry, Journal)

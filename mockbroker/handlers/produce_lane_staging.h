@@ -10,10 +10,10 @@
    room, the journal entry (Journal.start), the answer written to the transport (Connection.write).
 
    setup_staging(lane_settings, produce_about, total_cap_key, system_clock_type, crc32c_function,
-                 load_decompress)
+                 load_decompress, max_refreshes)
        Once, from produce_lane.py: the Python pieces borrow() calls (lane_settings(cluster, topic) when
        a topic's lane settings are missing or stale; the getters of the CRC and decompression functions,
-       called on first use) and the constants it needs.
+       called on first use) and the constants it needs (MAX_REFRESHES as serve() uses it).
    borrow(broker, connection, end) -> int
        Answers Produce frames from ``connection._staging[:end]``.  Returns the offset of the first byte
        not consumed, or ``~offset`` when the lane refused the whole frame starting there.
@@ -31,7 +31,7 @@ static PyObject *lane_settings_fn = NULL, *produce_about = NULL, *total_cap_key 
 static PyObject *s_cluster, *s_partitioned, *s_faults, *s_rules, *s_quotas, *s_enabled, *s_drop, *s_acls,
     *s_enabled_cache, *s_config_private, *s_broker_generation, *s_sasl, *s_staging, *s_max_request_bytes,
     *s_memory_cap, *s_total, *s_values, *s_journal, *s_clock, *s_now_ms, *s_topics, *s_node_id, *s_peer,
-    *s_client_software, *s_start, *s_transport, *s_closed, *s_write, *s_last_active;
+    *s_client_software, *s_transport, *s_closed, *s_write, *s_last_active;
 static int staging_on = 1;
 
 #define ENTRY_SLOTS 16
@@ -44,7 +44,7 @@ static PyTypeObject *entry_type = NULL, *journal_type = NULL;
 static PyObject *s_numbers, *s_entries, *zero = NULL;
 static long long staging_count = 0;
 
-#define MAX_REFRESHES 8 /* as produce_lane.MAX_REFRESHES */
+static int max_refreshes = 0; /* produce_lane.MAX_REFRESHES, from setup_staging */
 
 static double monotonic_s(void) {
     struct timespec ts;
@@ -54,8 +54,9 @@ static double monotonic_s(void) {
 
 static PyObject *setup_staging(PyObject *self, PyObject *args) {
     PyObject *settings, *about, *cap_key, *clock_type, *crc_get, *decompress_get;
-    if (!PyArg_ParseTuple(args, "OOUOOO:setup_staging", &settings, &about, &cap_key, &clock_type, &crc_get,
-                          &decompress_get))
+    int refreshes;
+    if (!PyArg_ParseTuple(args, "OOUOOOi:setup_staging", &settings, &about, &cap_key, &clock_type, &crc_get,
+                          &decompress_get, &refreshes))
         return NULL;
     if (intern(&s_cluster, "cluster") || intern(&s_partitioned, "partitioned") || intern(&s_faults, "faults") ||
         intern(&s_rules, "rules") || intern(&s_quotas, "quotas") || intern(&s_enabled, "enabled") ||
@@ -66,7 +67,7 @@ static PyObject *setup_staging(PyObject *self, PyObject *args) {
         intern(&s_total, "total") || intern(&s_values, "values") || intern(&s_journal, "journal") ||
         intern(&s_clock, "clock") || intern(&s_now_ms, "now_ms") || intern(&s_topics, "topics") ||
         intern(&s_node_id, "node_id") || intern(&s_peer, "peer") || intern(&s_client_software, "client_software") ||
-        intern(&s_start, "start") || intern(&s_transport, "transport") || intern(&s_closed, "closed") ||
+        intern(&s_transport, "transport") || intern(&s_closed, "closed") ||
         intern(&s_write, "write") || intern(&s_last_active, "last_active") || intern(&produce_name, "Produce") ||
         intern(&answered_name, "answered"))
         return NULL;
@@ -77,6 +78,7 @@ static PyObject *setup_staging(PyObject *self, PyObject *args) {
     Py_XSETREF(system_clock_type, Py_NewRef(clock_type));
     Py_XSETREF(crc32c_getter, Py_NewRef(crc_get));
     Py_XSETREF(decompress_getter, Py_NewRef(decompress_get));
+    max_refreshes = refreshes;
     Py_RETURN_NONE;
 }
 
@@ -270,27 +272,31 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
     if (cap_grow(sc, counted) < 0) return -1;
     if (pairs != Py_None) {
         PyObject *peer = PyObject_GetAttr(conn, s_peer), *software = PyObject_GetAttr(conn, s_client_software);
+        PyObject *about = Py_BuildValue("(O(OO))", produce_about, pairs, Py_None); /* the journal's frozen form */
         double latency_ms = (monotonic_s() - started) * 1000.0;
-        int failed = peer == NULL || software == NULL;
+        int failed = peer == NULL || software == NULL || about == NULL;
         if (!failed && entry_type != NULL && Py_IS_TYPE(sc->journal, journal_type)) {
-            PyObject *values[ENTRY_SLOTS] = {
-                NULL, PyLong_FromLongLong(now_ms), PyLong_FromLong(sc->node_id), peer, client_id, software,
-                produce_name, zero, PyLong_FromLong(version), PyLong_FromLong(correlation_id),
-                PyFloat_FromDouble(latency_ms), Py_BuildValue("(O(OO))", produce_about, pairs, Py_None), no_faults,
-                no_faults, answered_name, zero,
-            };
-            failed = values[1] == NULL || values[2] == NULL || values[8] == NULL || values[9] == NULL ||
-                     values[10] == NULL || values[11] == NULL || journal_answered(sc->journal, values) < 0;
-            for (int i = 1; i < ENTRY_SLOTS; i++)
-                if (i == 1 || i == 2 || (i >= 8 && i <= 11)) Py_XDECREF(values[i]);
+            PyObject *time_ms = PyLong_FromLongLong(now_ms), *broker_id = PyLong_FromLong(sc->node_id),
+                     *version_no = PyLong_FromLong(version), *correlation = PyLong_FromLong(correlation_id),
+                     *latency = PyFloat_FromDouble(latency_ms);
+            PyObject *values[ENTRY_SLOTS] = {NULL, time_ms, broker_id, peer, client_id, software, produce_name, zero,
+                                             version_no, correlation, latency, about, no_faults, no_faults,
+                                             answered_name, zero};
+            failed = time_ms == NULL || broker_id == NULL || version_no == NULL || correlation == NULL ||
+                     latency == NULL || journal_answered(sc->journal, values) < 0;
+            Py_XDECREF(time_ms);
+            Py_XDECREF(broker_id);
+            Py_XDECREF(version_no);
+            Py_XDECREF(correlation);
+            Py_XDECREF(latency);
         } else if (!failed) {
-            PyObject *entry = PyObject_CallMethod(sc->journal, "start", "LlOOOOiiiN()ds", now_ms, sc->node_id, peer,
+            PyObject *entry = PyObject_CallMethod(sc->journal, "start", "LlOOOOiiiO()ds", now_ms, sc->node_id, peer,
                                                   client_id, software, produce_name, 0, version, (int)correlation_id,
-                                                  Py_BuildValue("(O(OO))", produce_about, pairs, Py_None),
-                                                  latency_ms, "answered");
+                                                  about, latency_ms, "answered");
             failed = entry == NULL;
             Py_XDECREF(entry);
         }
+        Py_XDECREF(about);
         Py_XDECREF(peer);
         Py_XDECREF(software);
         if (failed) return -1;
@@ -380,7 +386,7 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         double started = monotonic_s();
         PyObject *result = NULL;
-        for (int i = 0; i < MAX_REFRESHES; i++) {
+        for (int i = 0; i < max_refreshes; i++) {
             result = produce_frame(frame, version, sc.topics, sc.node_id, now_ms, sc.broker_generation, crc32c_fn,
                                    decompress_fn, room, sc.journal_on, 1);
             if (result == NULL || result == Py_None || PyTuple_Check(result)) break;
@@ -418,7 +424,7 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 #define STAGING_METHODS                                                                                             \
     {"setup_staging", setup_staging, METH_VARARGS,                                                                  \
      "setup_staging(lane_settings, produce_about, total_cap_key, system_clock_type, crc32c_function,\n"             \
-     "              load_decompress)."},                                                                            \
+     "              load_decompress, max_refreshes)."},                                                                            \
         {"borrow", (PyCFunction)(void (*)(void))borrow, METH_FASTCALL,                                              \
          "borrow(broker, connection, end) -> offset, or ~offset of a frame the lane refused (see "                  \
          "produce_lane_staging.h)."},                                                                               \
