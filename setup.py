@@ -31,7 +31,7 @@ setup(
             sources=["mockbroker/handlers/_producelane.c"],
             depends=["mockbroker/records/batch_checks.h", "mockbroker/protocol/wire_reader.h",
                      "mockbroker/handlers/produce_lane_staging.h",
-                     "mockbroker/handlers/produce_lane_wire.h"],
+                     "mockbroker/handlers/produce_lane_wire.h", "mockbroker/records/lz4_frames.h"],
             include_dirs=["mockbroker/records", "mockbroker/protocol"],
             optional=True,
             extra_compile_args=["-O2"],

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "batch_checks.h"
+#include "lz4_frames.h"
 #include "produce_lane_wire.h"
 
 #define STORED_SLOTS 8
@@ -53,6 +54,7 @@ static PyObject *settings_key = NULL;
 static PyObject *s_answer_cache, *s_config, *s_generation, *s_partitions, *s_leader, *s_leader_epoch,
     *s_next_offset, *s_log_start_offset, *s_append, *s_producers, *s_batches, *s_bases, *s_size_bytes, *s_listeners;
 static PyTypeObject *partition_log_type = NULL;
+static size_t lz4_cap = 0; /* the decompression cap of batches.decompressed, once setup_lz4 found liblz4 */
 
 #define STORED_SLOT(obj, i) (*(PyObject **)((char *)(obj) + stored_offset[i]))
 
@@ -170,9 +172,20 @@ static int topic_settings(PyObject *topic, TopicPlan *tp, PyObject *broker_gener
     return 1;
 }
 
-/* The records of a compressed batch, through ``decompress`` (batches.decompressed): 1, 0 (they do not
-   pass, or do not decompress: the Python path names why), -1 on error. */
-static int compressed_records_pass(PyObject *frame, Part *part, PyObject *decompress, TopicPlan *tp) {
+/* The records of a compressed batch, through the system's liblz4 (lz4_frames.h) for one lz4 frame, else
+   through ``decompress`` (batches.decompressed): 1, 0 (they do not pass, or do not decompress: the
+   Python path names why), -1 on error. */
+static int compressed_records_pass(PyObject *frame, const unsigned char *b, Part *part, PyObject *decompress,
+                                   TopicPlan *tp) {
+    size_t out_len;
+    if ((part->f.attributes & 0x07) == 3 && lz4_cap > 0 &&
+        lz4_frame_into_scratch(b + part->start + HEADER_SIZE, (size_t)(part->len - HEADER_SIZE), lz4_cap,
+                               &out_len)) {
+        int ok = check((const unsigned char *)lz4_scratch, 0, (Py_ssize_t)out_len, part->f.record_count,
+                       part->f.base_timestamp, tp->lo, tp->hi, 1, tp->need_keys);
+        lz4_scratch_done(); /* check() kept the GIL: no other thread used the scratch meanwhile */
+        return ok;
+    }
     PyObject *batch = PySequence_GetSlice(frame, part->start, part->start + part->len);
     if (batch == NULL) return -1;
     PyObject *data = PyObject_CallFunction(decompress, "Oi", batch, part->f.attributes & 0x07);
@@ -229,7 +242,7 @@ static int check_part(PyObject *frame, const unsigned char *b, Part *part, Topic
         ok = (part->f.attributes & 0x07) == 0
                  ? records_pass(b + part->start, HEADER_SIZE, part->len, part->f.record_count,
                                 part->f.base_timestamp, tp->lo, tp->hi, 1, tp->need_keys)
-                 : compressed_records_pass(frame, part, decompress, tp);
+                 : compressed_records_pass(frame, b, part, decompress, tp);
         if (ok <= 0) return ok;
     }
     return part->f.producer_id >= 0 ? sequence_admits(part) : 1;
@@ -489,11 +502,27 @@ static PyObject *produce(PyObject *self, PyObject *args) {
                          journal, 0);
 }
 
+/* setup_lz4(cap) -> bool: decompress lz4 batches with the system's liblz4 from now on (lz4_frames.h). */
+static PyObject *setup_lz4(PyObject *self, PyObject *arg) {
+    Py_ssize_t cap = PyLong_AsSsize_t(arg);
+    if (cap < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "the cap must not be negative");
+        return NULL;
+    }
+    int ready = lz4_frames_setup((size_t)cap);
+    lz4_cap = ready ? (size_t)cap : 0;
+    return PyBool_FromLong(ready);
+}
+
+static PyObject *lz4_taken(PyObject *self, PyObject *unused) { return PyLong_FromUnsignedLongLong(lz4_frames_taken); }
+
 #include "produce_lane_staging.h"
 
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(StoredBatch, batch_overhead, frame_slack, settings_key, PartitionLog)."},
     STAGING_METHODS
+    {"setup_lz4", setup_lz4, METH_O, "setup_lz4(cap) -> bool: lz4 batches through the system's liblz4."},
+    {"lz4_taken", lz4_taken, METH_NOARGS, "lz4_taken() -> how many lz4 frames were decompressed in C."},
     {"produce", produce, METH_VARARGS,
      "produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,\n"
      "        journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id) (see the module comment)."},

@@ -59,9 +59,14 @@ _decompress: Any = None  # batches.decompressed, loaded with the first Produce (
 
 
 def _load_decompress() -> Any:
+    """batches.decompressed, and the lane's own lz4 decoding (the system's liblz4, when it loads) set
+    to the same cap."""
     global _decompress
     from mockbroker.batches import decompressed
+    from mockbroker.records.compression import DEFAULT_MAX_SIZE
 
+    if _lane is not None:
+        _lane.setup_lz4(DEFAULT_MAX_SIZE)
     _decompress = decompressed
     return decompressed
 
