@@ -19,8 +19,8 @@
 #define MIN_BATCH_LENGTH (HEADER_SIZE - 12)
 
 /* Read a zigzag varint of at most max_bytes bytes from buf[*pos .. limit); 0 on any problem. */
-static int read_zigzag(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t limit, int max_bytes,
-                       int64_t *out) {
+static int read_zigzag_long(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t limit, int max_bytes,
+                            int64_t *out) {
     uint64_t raw = 0;
     int shift = 0;
     Py_ssize_t p = *pos;
@@ -40,6 +40,18 @@ static int read_zigzag(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t lim
         shift += 7;
     }
     return 0;
+}
+
+/* read_zigzag_long with the usual one-byte varint (a small length, delta or count) read inline. */
+static inline int read_zigzag(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t limit, int max_bytes,
+                              int64_t *out) {
+    Py_ssize_t p = *pos;
+    if (p < limit && buf[p] < 0x80) {
+        *out = (int64_t)(buf[p] >> 1) ^ -(int64_t)(buf[p] & 1);
+        *pos = p + 1;
+        return 1;
+    }
+    return read_zigzag_long(buf, pos, limit, max_bytes, out);
 }
 
 static int check(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_ts,
