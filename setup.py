@@ -1,6 +1,7 @@
 """Build hook for the optional C speedups (mockbroker/records/_speedups.c: record checks;
 mockbroker/protocol/_fastproduce.c: the Produce request/response codec; mockbroker/handlers/_producelane.c:
-the usual Produce request from frame to answer; mockbroker/records/batch_checks.h: the batch checks the
+the usual Produce request from frame to answer; mockbroker/server/_reading.c: a connection's
+get_buffer/buffer_updated; mockbroker/records/batch_checks.h: the batch checks the
 first and last share; mockbroker/protocol/wire_reader.h: the wire reads the last two share).
 
 Everything else about the package lives in pyproject.toml.  The extension is optional: where no C
@@ -33,6 +34,12 @@ setup(
                      "mockbroker/handlers/produce_lane_staging.h",
                      "mockbroker/handlers/produce_lane_wire.h", "mockbroker/records/lz4_frames.h"],
             include_dirs=["mockbroker/records", "mockbroker/protocol"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "mockbroker.server._reading",
+            sources=["mockbroker/server/_reading.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -18,6 +18,13 @@ Idle connections (Kafka's ``connections.max.idle.ms``): ``last_active`` is the m
 the last bytes read or queued for writing; the broker's one sweep task (mockbroker.server.idle)
 closes connections idle longer than the limit.  A frame that starts but never completes gets no
 timer of its own: as in Kafka, only the idle limit ends it (the log line says how much of it came).
+
+The loop calls get_buffer and buffer_updated around every read of every connection, so they are in C
+(mockbroker/server/_reading.c, the ``Reader`` base class): the usual read -- nothing queued, the produce
+lane's borrow() answers every frame in it -- then makes no Python call at all.  ``PyReader`` is their
+pure-Python twin (used without the extension or with MOCKBROKER_PURE_PYTHON set; ``PureConnection``
+is a connection over it, for the tests that hold the two equal).  Both keep the reading state in the
+same attributes (READ_FIELDS) and call the same Python methods for everything but the usual read.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import mmap
+import os
 import socket
 import struct
 import time
@@ -62,11 +70,81 @@ class CloseConnection(Exception):
     """Raised by dispatch when Kafka would close the connection; the message is logged."""
 
 
-class Connection(asyncio.BufferedProtocol):
-    __slots__ = ("_busy", "_drained", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_poison",
-                 "_queue", "_staging", "_write_paused", "borrow", "broker_id", "client_software", "closed", "dispatch",
-                 "lane_declined", "last_active", "listener", "max_request_bytes", "on_close", "on_task", "peer",
-                 "principal", "sasl", "security_protocol", "send_buffer_bytes", "task", "transport")
+# the reading state: members of the C Reader, slots of PyReader; connection.py reads and writes them alike
+READ_FIELDS = ("_busy", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_poison", "_queue",
+               "_staging", "borrow", "closed", "last_active")
+
+
+class PyReader(asyncio.BufferedProtocol):
+    """asyncio.BufferedProtocol's reading methods in Python: the twin of _reading.c's Reader (the methods
+    they call, _frame_filled, _split_staging, _borrow_failed, _pause_reading and _process, are
+    ConnectionMethods')."""
+
+    __slots__ = READ_FIELDS
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._frame is not None:  # the socket writes straight into the large frame's own buffer
+            return self._frame_view[self._filled:]
+        left = self._left
+        if left:
+            self._staging[: len(left)] = left
+        return self._staging[len(left):]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.closed or self._poison is not None:
+            return
+        self.last_active = time.monotonic()
+        if self._frame is not None:
+            if not self._frame_filled(nbytes):
+                return
+        else:
+            end, start = len(self._left) + nbytes, 0
+            if self.borrow is not None and not self._queue and not self._busy:
+                try:
+                    start = self.borrow(self, end)
+                except Exception as exc:
+                    self._borrow_failed(exc)
+                    return
+            if start == end:
+                self._left = b""
+            else:
+                self._split_staging(start, end)
+                if self.closed:
+                    return
+        if len(self._queue) > MAX_QUEUED_FRAMES:
+            self._pause_reading()
+        if not self._busy and (self._queue or self._poison is not None or self._paused_reading):
+            self._process()
+
+
+_Reader: type = PyReader
+if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
+    try:
+        from mockbroker.server import _reading
+    except ImportError:  # not built (a source checkout without a compiler): the Python twin reads
+        pass
+    else:
+        _reading.set_limits(MAX_QUEUED_FRAMES)
+        _Reader = _reading.Reader
+
+
+class ConnectionMethods:
+    """Everything a connection does but get_buffer/buffer_updated: framing what the lane leaves, the
+    request loop, writing, closing.  Mixed into Connection (C reading) and PureConnection."""
+
+    __slots__ = ()
+    # declared for readers and type checkers; the storage is READ_FIELDS + OWN_FIELDS
+    _busy: bool
+    _filled: int
+    _frame: bytearray | mmap.mmap | None
+    _frame_view: memoryview
+    _left: bytes
+    _paused_reading: bool
+    _poison: str | None
+    _queue: list[memoryview]
+    _staging: memoryview
+    closed: bool
+    last_active: float
 
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
                  on_close: Callable[[Connection], None] | None = None,
@@ -146,45 +224,21 @@ class Connection(asyncio.BufferedProtocol):
             self._drained.set_result(None)
         self._maybe_resume_reading()
 
-    # -- reading: asyncio.BufferedProtocol ----------------------------------------------------
-    def get_buffer(self, sizehint: int) -> memoryview:
-        if self._frame is not None:  # the socket writes straight into the large frame's own buffer
-            return self._frame_view[self._filled:]
-        left = self._left
-        if left:
-            self._staging[: len(left)] = left
-        return self._staging[len(left):]
+    # -- reading: what the twins' buffer_updated calls ----------------------------------------
+    def _frame_filled(self, nbytes: int) -> bool:
+        """``nbytes`` more of the large frame being read into its own buffer; True once it is whole
+        (and queued: the queue holds it until it is handled)."""
+        self._filled += nbytes
+        if self._filled < len(self._frame):  # type: ignore[arg-type]
+            return False
+        self._queue.append(self._frame_view)
+        self._frame, self._frame_view = None, _NO_FRAME
+        return True
 
-    def buffer_updated(self, nbytes: int) -> None:
-        if self.closed or self._poison is not None:
-            return
-        self.last_active = time.monotonic()
-        if self._frame is not None:
-            self._filled += nbytes
-            if self._filled < len(self._frame):
-                return
-            self._queue.append(self._frame_view)
-            self._frame, self._frame_view = None, _NO_FRAME  # the queue holds the frame until it is handled
-        else:
-            end, start = len(self._left) + nbytes, 0
-            if self.borrow is not None and not self._queue and not self._busy:
-                try:
-                    start = self.borrow(self, end)
-                except Exception as exc:  # a broker bug: say so loudly, drop only this connection
-                    log.error("broker %s: request from %s failed inside the broker", self.broker_id, self.peer,
-                              exc_info=exc)
-                    self.close(f"internal error: {exc!r}")
-                    return
-            if start == end:
-                self._left = b""
-            else:
-                self._split_staging(start, end)
-            if self.closed:
-                return
-        if len(self._queue) > MAX_QUEUED_FRAMES:
-            self._pause_reading()
-        if not self._busy:
-            self._process()
+    def _borrow_failed(self, exc: Exception) -> None:
+        """The produce lane's borrow() raised: a broker bug, said loudly; only this connection is dropped."""
+        log.error("broker %s: request from %s failed inside the broker", self.broker_id, self.peer, exc_info=exc)
+        self.close(f"internal error: {exc!r}")
 
     def _split_staging(self, pos: int, end: int) -> None:
         """Queue every whole frame in ``staging[pos:end]`` (each copied out: the buffer is shared) and
@@ -323,3 +377,20 @@ class Connection(asyncio.BufferedProtocol):
                 self.transport.abort()
             else:
                 self.transport.close()
+
+
+OWN_FIELDS = ("_drained", "_write_paused", "broker_id", "client_software", "dispatch", "lane_declined", "listener",
+              "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl", "security_protocol",
+              "send_buffer_bytes", "task", "transport")
+
+
+class Connection(ConnectionMethods, _Reader, asyncio.BufferedProtocol):
+    """A client connection; reads through _reading.c's Reader where it is built."""
+
+    __slots__ = OWN_FIELDS
+
+
+class PureConnection(ConnectionMethods, PyReader):
+    """The same connection reading through PyReader (the twin the tests hold equal to the C Reader)."""
+
+    __slots__ = OWN_FIELDS

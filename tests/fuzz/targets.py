@@ -38,7 +38,7 @@ from typing import Any
 
 from mockbroker.codec_errors import CodecError
 from mockbroker.protocol import api, fast_produce
-from mockbroker.server.connection import LARGE_FRAME, STAGING_BYTES, CloseConnection, Connection
+from mockbroker.server.connection import LARGE_FRAME, STAGING_BYTES, CloseConnection, Connection, PureConnection
 from tests.fuzz.record_targets import Finding, fuzz_batches, fuzz_decompress
 
 FRAME_LIMITS = (0, 1, 8, 100, 4096, LARGE_FRAME - 1, LARGE_FRAME, LARGE_FRAME + 1, 200_000, 1 << 20, 3 << 20)
@@ -148,18 +148,26 @@ _STAGING = memoryview(bytearray(STAGING_BYTES))
 def fuzz_frames(data: bytes) -> None:
     """Feed a byte stream to a Connection in reads of fuzzer-chosen sizes: it must cut exactly the
     frames a reference reader finds, close only on a bad size, and never allocate a frame buffer
-    above socket.request.max.bytes."""
+    above socket.request.max.bytes.  Both readers (the C Reader and PureConnection's Python twin) get
+    the same reads and must do the same."""
     if len(data) < 2:
         return
     limit = FRAME_LIMITS[data[0] % len(FRAME_LIMITS)]
     read = (data[1] % 64) * 37 + 1  # reads of 1..2332 bytes
     stream = data[2:]
+    results = [_read_frames(cls, limit, read, stream, bool(data[0] & 0x80)) for cls in (Connection, PureConnection)]
+    if results[0] != results[1]:
+        raise Finding(f"the C reader and the Python twin differ: {results[0]!r:.200} vs {results[1]!r:.200}")
+
+
+def _read_frames(cls: type, limit: int, read: int, stream: bytes, borrow: bool) -> tuple[list[bytes], bool]:
+    """One reader's frames and whether it closed, checked against the reference reader."""
     seen: list[bytes] = []
-    conn = Connection(0, lambda c, frame: seen.append(bytes(frame)), limit, _STAGING)
-    if data[0] & 0x80:
+    conn = cls(0, lambda c, frame: seen.append(bytes(frame)), limit, _STAGING)
+    if borrow:
         conn.borrow = _recording_borrow(seen)
     transport = _Transport()
-    conn.connection_made(transport)  # type: ignore[arg-type]
+    conn.connection_made(transport)
     pos = 0
     while pos < len(stream) and not conn.closed:
         buf = conn.get_buffer(-1)
@@ -175,9 +183,10 @@ def fuzz_frames(data: bytes) -> None:
     # before a bad size closes the connection, the whole frames of that same read may go unanswered
     # (the client gets no answer to them either way): what was dispatched must be a prefix
     if seen != expected and not (must_close and seen == expected[: len(seen)]):
-        raise Finding(f"frames differ: got {len(seen)}, expected {len(expected)}")
+        raise Finding(f"{cls.__name__}: frames differ: got {len(seen)}, expected {len(expected)}")
     if conn.closed != must_close or transport.closed != must_close:
-        raise Finding(f"connection closed={conn.closed}, expected {must_close}")
+        raise Finding(f"{cls.__name__}: connection closed={conn.closed}, expected {must_close}")
+    return seen, conn.closed
 
 
 # -- request decoders ----------------------------------------------------------------------------

@@ -1,0 +1,281 @@
+/* The reading half of a server connection in C: asyncio.BufferedProtocol's get_buffer() and
+   buffer_updated(), which the event loop calls around every read of every connection.
+
+   mockbroker/server/connection.py keeps everything else (framing of what the lane leaves, the request
+   loop, writing, closing) and a pure-Python twin of these two methods (PyReader), used where this
+   extension is not built or MOCKBROKER_PURE_PYTHON is set.  Both keep their state in the same
+   attributes (members here, slots there), so connection.py reads and writes them alike.  The usual
+   read -- nothing queued, the C produce lane's borrow() answers every frame in it -- runs here with no
+   Python call at all; the rest calls the connection's own methods, as the twin does:
+   _frame_filled (a large frame read into its own buffer), _split_staging (frames the lane left),
+   _borrow_failed, _pause_reading and _process.  tests/broker/test_framing.py and the ``frames`` fuzz
+   target run both twins.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <time.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *staging;    /* _staging: the memoryview the broker's connections share */
+    PyObject *left;       /* _left: bytes of a partial frame, put back at the staging buffer's start */
+    PyObject *frame;      /* _frame: None, or the buffer a large frame is read into */
+    PyObject *frame_view; /* _frame_view */
+    PyObject *queue;      /* _queue: frames read and not yet handled (a list) */
+    PyObject *poison;     /* _poison: None, or why to close once the queue is answered */
+    PyObject *borrow;     /* borrow: None, or the produce lane's borrow(connection, end) */
+    Py_ssize_t filled;    /* _filled: bytes of the large frame read so far */
+    double last_active;   /* last_active: time.monotonic() of the last bytes read or written */
+    char busy, closed, paused_reading;
+} Reader;
+
+static PyObject *s_frame_filled, *s_split_staging, *s_borrow_failed, *s_pause_reading, *s_process, *empty_bytes;
+static Py_ssize_t max_queued_frames = 64;
+
+static double monotonic_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* time.monotonic()'s clock */
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The fields the two methods need, as connection.py sets them (a deleted one is an error, not a crash). */
+static int fields_ready(Reader *self) {
+    if (self->staging == NULL || self->left == NULL || self->frame == NULL || self->frame_view == NULL ||
+        self->queue == NULL || self->poison == NULL || self->borrow == NULL || !PyList_Check(self->queue)) {
+        PyErr_SetString(PyExc_AttributeError, "a connection's reading state is missing");
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *call_method(Reader *self, PyObject *name, PyObject *arg) {
+    return arg == NULL ? PyObject_CallMethodNoArgs((PyObject *)self, name)
+                       : PyObject_CallMethodOneArg((PyObject *)self, name, arg);
+}
+
+/* get_buffer(sizehint): where the next read goes -- the rest of a large frame's own buffer, or the
+   staging buffer after the partial frame left from the last read. */
+static PyObject *get_buffer(Reader *self, PyObject *sizehint) {
+    if (!fields_ready(self)) return NULL;
+    if (self->frame != Py_None) return PySequence_GetSlice(self->frame_view, self->filled, PY_SSIZE_T_MAX);
+    Py_buffer left, staging;
+    if (PyObject_GetBuffer(self->left, &left, PyBUF_SIMPLE) < 0) return NULL;
+    if (left.len == 0) {
+        PyBuffer_Release(&left);
+        return Py_NewRef(self->staging);
+    }
+    if (PyObject_GetBuffer(self->staging, &staging, PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&left);
+        return NULL;
+    }
+    Py_ssize_t n = left.len;
+    int fits = n < staging.len;
+    if (fits) memmove(staging.buf, left.buf, n);
+    PyBuffer_Release(&staging);
+    PyBuffer_Release(&left);
+    if (!fits) {
+        PyErr_SetString(PyExc_ValueError, "a partial frame larger than the staging buffer");
+        return NULL;
+    }
+    return PySequence_GetSlice(self->staging, n, PY_SSIZE_T_MAX);
+}
+
+/* borrow(self, end) -> where it stopped; on an Exception the connection's _borrow_failed(exc) answers
+   (*stop set) and anything else (KeyboardInterrupt) goes up to the loop. */
+static int call_borrow(Reader *self, Py_ssize_t end, Py_ssize_t *start, int *stop) {
+    PyObject *end_obj = PyLong_FromSsize_t(end);
+    if (end_obj == NULL) return -1;
+    PyObject *args[2] = {(PyObject *)self, end_obj};
+    PyObject *borrow = Py_NewRef(self->borrow);
+    PyObject *result = PyObject_Vectorcall(borrow, args, 2, NULL);
+    Py_DECREF(borrow);
+    Py_DECREF(end_obj);
+    if (result == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return -1;
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb != NULL) PyException_SetTraceback(value, tb);
+        PyObject *done = call_method(self, s_borrow_failed, value);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        if (done == NULL) return -1;
+        Py_DECREF(done);
+        *stop = 1;
+        return 0;
+    }
+    *start = PyLong_AsSsize_t(result);
+    Py_DECREF(result);
+    return *start == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* buffer_updated(nbytes): the read is in; frames that came whole are answered (by the lane's borrow())
+   or queued and handled in order. */
+static PyObject *buffer_updated(Reader *self, PyObject *arg) {
+    Py_ssize_t nbytes = PyLong_AsSsize_t(arg);
+    if (nbytes == -1 && PyErr_Occurred()) return NULL;
+    if (!fields_ready(self)) return NULL;
+    if (self->closed || self->poison != Py_None) Py_RETURN_NONE;
+    self->last_active = monotonic_now();
+    if (self->frame != Py_None) {
+        PyObject *done = call_method(self, s_frame_filled, arg);
+        if (done == NULL) return NULL;
+        int whole = PyObject_IsTrue(done);
+        Py_DECREF(done);
+        if (whole < 0) return NULL;
+        if (!whole) Py_RETURN_NONE;
+    } else {
+        Py_ssize_t left = PyObject_Length(self->left);
+        if (left < 0) return NULL;
+        Py_ssize_t end = left + nbytes, start = 0;
+        if (self->borrow != Py_None && PyList_GET_SIZE(self->queue) == 0 && !self->busy) {
+            int stop = 0;
+            if (call_borrow(self, end, &start, &stop) < 0) return NULL;
+            if (stop) Py_RETURN_NONE;
+        }
+        if (start == end) {
+            Py_XSETREF(self->left, Py_NewRef(empty_bytes));
+        } else {
+            PyObject *from = PyLong_FromSsize_t(start), *to = PyLong_FromSsize_t(end);
+            PyObject *args[3] = {(PyObject *)self, from, to};
+            PyObject *done = from && to ? PyObject_VectorcallMethod(s_split_staging, args,
+                                                                    3, NULL)
+                                        : NULL;
+            Py_XDECREF(from);
+            Py_XDECREF(to);
+            if (done == NULL) return NULL;
+            Py_DECREF(done);
+            if (self->closed) Py_RETURN_NONE;
+        }
+    }
+    if (!fields_ready(self)) return NULL; /* the calls above ran Python code */
+    if (PyList_GET_SIZE(self->queue) > max_queued_frames) {
+        PyObject *done = call_method(self, s_pause_reading, NULL);
+        if (done == NULL) return NULL;
+        Py_DECREF(done);
+    }
+    if (!self->busy && (PyList_GET_SIZE(self->queue) > 0 || self->poison != Py_None || self->paused_reading)) {
+        PyObject *done = call_method(self, s_process, NULL);
+        if (done == NULL) return NULL;
+        Py_DECREF(done);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    Reader *self = (Reader *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->staging = Py_NewRef(Py_None);
+    self->left = Py_NewRef(empty_bytes);
+    self->frame = Py_NewRef(Py_None);
+    self->frame_view = Py_NewRef(empty_bytes);
+    self->queue = PyList_New(0);
+    self->poison = Py_NewRef(Py_None);
+    self->borrow = Py_NewRef(Py_None);
+    if (self->queue == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int reader_traverse(Reader *self, visitproc visit, void *arg) {
+    Py_VISIT(self->staging);
+    Py_VISIT(self->left);
+    Py_VISIT(self->frame);
+    Py_VISIT(self->frame_view);
+    Py_VISIT(self->queue);
+    Py_VISIT(self->poison);
+    Py_VISIT(self->borrow);
+    return 0;
+}
+
+static int reader_clear(Reader *self) {
+    Py_CLEAR(self->staging);
+    Py_CLEAR(self->left);
+    Py_CLEAR(self->frame);
+    Py_CLEAR(self->frame_view);
+    Py_CLEAR(self->queue);
+    Py_CLEAR(self->poison);
+    Py_CLEAR(self->borrow);
+    return 0;
+}
+
+static void reader_dealloc(Reader *self) {
+    PyObject_GC_UnTrack(self);
+    reader_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef reader_members[] = {
+    {"_staging", T_OBJECT_EX, offsetof(Reader, staging), 0, NULL},
+    {"_left", T_OBJECT_EX, offsetof(Reader, left), 0, NULL},
+    {"_frame", T_OBJECT_EX, offsetof(Reader, frame), 0, NULL},
+    {"_frame_view", T_OBJECT_EX, offsetof(Reader, frame_view), 0, NULL},
+    {"_queue", T_OBJECT_EX, offsetof(Reader, queue), 0, NULL},
+    {"_poison", T_OBJECT_EX, offsetof(Reader, poison), 0, NULL},
+    {"borrow", T_OBJECT_EX, offsetof(Reader, borrow), 0, NULL},
+    {"_filled", T_PYSSIZET, offsetof(Reader, filled), 0, NULL},
+    {"last_active", T_DOUBLE, offsetof(Reader, last_active), 0, NULL},
+    {"_busy", T_BOOL, offsetof(Reader, busy), 0, NULL},
+    {"closed", T_BOOL, offsetof(Reader, closed), 0, NULL},
+    {"_paused_reading", T_BOOL, offsetof(Reader, paused_reading), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMethodDef reader_methods[] = {
+    {"get_buffer", (PyCFunction)get_buffer, METH_O, "get_buffer(sizehint) -> where the next read goes."},
+    {"buffer_updated", (PyCFunction)buffer_updated, METH_O, "buffer_updated(nbytes): a read is in."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mockbroker.server._reading.Reader",
+    .tp_doc = "The reading half of a server connection (see mockbroker/server/connection.py).",
+    .tp_basicsize = sizeof(Reader),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = reader_new,
+    .tp_dealloc = (destructor)reader_dealloc,
+    .tp_traverse = (traverseproc)reader_traverse,
+    .tp_clear = (inquiry)reader_clear,
+    .tp_members = reader_members,
+    .tp_methods = reader_methods,
+};
+
+/* set_limits(max_queued_frames): connection.py's MAX_QUEUED_FRAMES (reading pauses past it). */
+static PyObject *set_limits(PyObject *module, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    max_queued_frames = n;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_limits", set_limits, METH_O, "set_limits(max_queued_frames)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "mockbroker.server._reading",
+    "Optional C reading half of server connections (see mockbroker/server/connection.py).", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__reading(void) {
+    if ((s_frame_filled = PyUnicode_InternFromString("_frame_filled")) == NULL ||
+        (s_split_staging = PyUnicode_InternFromString("_split_staging")) == NULL ||
+        (s_borrow_failed = PyUnicode_InternFromString("_borrow_failed")) == NULL ||
+        (s_pause_reading = PyUnicode_InternFromString("_pause_reading")) == NULL ||
+        (s_process = PyUnicode_InternFromString("_process")) == NULL ||
+        (empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
+        return NULL;
+    if (PyType_Ready(&ReaderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
