@@ -26,8 +26,9 @@ Two ways in: dispatch offers it each Produce frame (:func:`serve`); and a connec
 queued hands the bytes of each read to :func:`borrow_function`'s C ``borrow``, which answers the
 leading whole Produce frames straight from the staging buffer with no Python call per request
 (produce_lane_staging.h: the same checks as :func:`serve`; the journal entry filed as Journal.start
-files it).  The C code appends to PartitionLog and fills JournalEntry slots itself: if either class
-changes, the lane must follow (tests/broker/test_produce_lane.py compares logs and journals).
+files it), and each large frame read into a buffer of its own once it is whole.  The C code appends
+to PartitionLog and fills JournalEntry slots itself: if either class changes, the lane must follow
+(tests/broker/test_produce_lane.py compares logs and journals).
 """
 
 from __future__ import annotations
@@ -124,8 +125,8 @@ def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_i
 
 
 def borrow_function() -> Any:
-    """The C ``borrow(broker, connection, end)`` a connection hands each read to, or None when the lane
-    is off (see produce_lane_staging.h)."""
+    """The C ``borrow(broker, connection, end[, frame])`` a connection hands each read (and each large
+    frame, whole) to, or None when the lane is off (see produce_lane_staging.h)."""
     return None if _lane is None else _lane.borrow
 
 

@@ -17,6 +17,10 @@
    borrow(broker, connection, end) -> int
        Answers Produce frames from ``connection._staging[:end]``.  Returns the offset of the first byte
        not consumed, or ``~offset`` when the lane refused the whole frame starting there.
+   borrow(broker, connection, 0, frame) -> int
+       A large frame read into its own buffer (``frame``: a memoryview of it, without the size), whole,
+       with nothing queued: 1 answered, 0 left to dispatch (not a Produce, or the pre-checks say no),
+       -1 refused by the lane.  Its stored batches are views of the frame as dispatch's way makes them.
    setup_journal(JournalEntry, Journal)
        Once: borrow() files its journal entries itself, as Journal.start files an answered one (the
        next number, JournalEntry's slots, appended to the ring), into journals of exactly that class.
@@ -319,9 +323,60 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
     return failed ? -1 : 0;
 }
 
+/* One whole Produce frame (``frame``: its bytes after the size, ``h`` their start) through the lane:
+   1 answered, 0 refused (nothing changed), -1 error.  ``borrowed``: the frame lies in the shared staging
+   buffer, so every stored batch is copied out. */
+static int answer_frame(Scene *sc, PyObject *conn, PyObject *frame, const unsigned char *h, int borrowed) {
+    int version = h[2] << 8 | h[3];
+    int32_t correlation_id = (int32_t)((uint32_t)h[4] << 24 | (uint32_t)h[5] << 16 | (uint32_t)h[6] << 8 | h[7]);
+    long long now_ms;
+    Py_ssize_t room;
+    if (now_ms_of(sc, &now_ms) < 0 || cap_room(sc, &room) < 0) return -1;
+    double started = monotonic_s();
+    PyObject *result = NULL;
+    for (int i = 0; i < max_refreshes; i++) {
+        result = produce_frame(frame, version, sc->topics, sc->node_id, now_ms, sc->broker_generation, crc32c_fn,
+                               decompress_fn, room, sc->journal_on, borrowed);
+        if (result == NULL || result == Py_None || PyTuple_Check(result)) break;
+        /* a Topic whose lane settings are missing or stale: produce_lane.lane_settings, then again */
+        PyObject *fresh = PyObject_CallFunctionObjArgs(lane_settings_fn, sc->cluster, result, NULL);
+        Py_CLEAR(result);
+        if (fresh == NULL) break;
+        Py_DECREF(fresh);
+    }
+    if (result == NULL && PyErr_Occurred()) return -1;
+    if (result == NULL || !PyTuple_Check(result)) { /* refused, or settings kept changing */
+        Py_XDECREF(result);
+        return 0;
+    }
+    int done = finish_request(sc, conn, result, now_ms, version, correlation_id, started);
+    Py_DECREF(result);
+    if (done < 0) return -1;
+    staging_count++;
+    return 1;
+}
+
+/* borrow(broker, connection, 0, frame): a large frame read into its own buffer, whole, with nothing
+   queued: 1 answered, 0 left to dispatch, -1 refused by the lane (dispatch must not offer it again). */
+static PyObject *borrow_whole(PyObject *broker, PyObject *conn, PyObject *frame) {
+    if (!PyMemoryView_Check(frame)) {
+        PyErr_SetString(PyExc_TypeError, "borrow(): the frame must be a memoryview");
+        return NULL;
+    }
+    Py_buffer *view = PyMemoryView_GET_BUFFER(frame);
+    const unsigned char *h = (const unsigned char *)view->buf;
+    if (view->len < 8 || h[0] || h[1]) return PyLong_FromLong(0); /* not a Produce: dispatched */
+    Scene sc = {NULL};
+    int may = scene_load(&sc, broker);
+    int answered = may <= 0 ? may : answer_frame(&sc, conn, frame, h, 0);
+    scene_free(&sc);
+    if (answered < 0) return NULL;
+    return PyLong_FromLong(may == 0 ? 0 : answered ? 1 : -1);
+}
+
 static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "borrow(broker, connection, end)");
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "borrow(broker, connection, end[, frame])");
         return NULL;
     }
     PyObject *broker = args[0], *conn = args[1];
@@ -333,6 +388,7 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int plain = sasl == Py_None;
     Py_DECREF(sasl);
     if (!plain) return PyLong_FromLong(0);
+    if (nargs == 4) return borrow_whole(broker, conn, args[3]);
     PyObject *staging = PyObject_GetAttr(conn, s_staging), *limit = PyObject_GetAttr(conn, s_max_request_bytes);
     Py_ssize_t max_bytes = limit ? PyLong_AsSsize_t(limit) : -1;
     Py_XDECREF(limit);
@@ -371,48 +427,18 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             scene = 1;
         }
-        int version = h[2] << 8 | h[3];
-        int32_t correlation_id = (int32_t)((uint32_t)h[4] << 24 | (uint32_t)h[5] << 16 | (uint32_t)h[6] << 8 | h[7]);
-        long long now_ms;
-        Py_ssize_t room;
-        if (now_ms_of(&sc, &now_ms) < 0 || cap_room(&sc, &room) < 0) {
-            failed = 1;
-            break;
-        }
         PyObject *frame = PySequence_GetSlice(staging, pos + 4, pos + 4 + size);
         if (frame == NULL) {
             failed = 1;
             break;
         }
-        double started = monotonic_s();
-        PyObject *result = NULL;
-        for (int i = 0; i < max_refreshes; i++) {
-            result = produce_frame(frame, version, sc.topics, sc.node_id, now_ms, sc.broker_generation, crc32c_fn,
-                                   decompress_fn, room, sc.journal_on, 1);
-            if (result == NULL || result == Py_None || PyTuple_Check(result)) break;
-            /* a Topic whose lane settings are missing or stale: produce_lane.lane_settings, then again */
-            PyObject *fresh = PyObject_CallFunctionObjArgs(lane_settings_fn, sc.cluster, result, NULL);
-            Py_CLEAR(result);
-            if (fresh == NULL) break;
-            Py_DECREF(fresh);
-        }
+        int answered = answer_frame(&sc, conn, frame, h, 1);
         Py_DECREF(frame);
-        if (result == NULL && PyErr_Occurred()) {
-            failed = 1;
+        if (answered <= 0) {
+            failed = answered < 0;
+            refused = answered == 0;
             break;
         }
-        if (result == NULL || !PyTuple_Check(result)) { /* refused, or settings kept changing */
-            Py_XDECREF(result);
-            refused = 1;
-            break;
-        }
-        int done = finish_request(&sc, conn, result, now_ms, version, correlation_id, started);
-        Py_DECREF(result);
-        if (done < 0) {
-            failed = 1;
-            break;
-        }
-        staging_count++;
         pos += 4 + (Py_ssize_t)size;
     }
     scene_free(&sc);
@@ -426,8 +452,8 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
      "setup_staging(lane_settings, produce_about, total_cap_key, system_clock_type, crc32c_function,\n"             \
      "              load_decompress, max_refreshes)."},                                                                            \
         {"borrow", (PyCFunction)(void (*)(void))borrow, METH_FASTCALL,                                              \
-         "borrow(broker, connection, end) -> offset, or ~offset of a frame the lane refused (see "                  \
-         "produce_lane_staging.h)."},                                                                               \
+         "borrow(broker, connection, end) -> offset, or ~offset of a frame the lane refused; "                      \
+         "borrow(broker, connection, 0, frame) -> 1, 0 or -1 (see produce_lane_staging.h)."},                       \
         {"setup_journal", setup_journal, METH_VARARGS, "setup_journal(JournalEntry, Journal)."},                  \
         {"enable_staging", enable_staging, METH_O, "enable_staging(flag): borrow() answers nothing while off."},  \
         {"staging_taken", staging_taken, METH_NOARGS, "Requests borrow() has answered."},

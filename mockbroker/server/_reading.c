@@ -7,9 +7,9 @@
    attributes (members here, slots there), so connection.py reads and writes them alike.  The usual
    read -- nothing queued, the C produce lane's borrow() answers every frame in it -- runs here with no
    Python call at all; the rest calls the connection's own methods, as the twin does:
-   _frame_filled (a large frame read into its own buffer), _split_staging (frames the lane left),
-   _borrow_failed, _pause_reading and _process.  tests/broker/test_framing.py and the ``frames`` fuzz
-   target run both twins.
+   _split_staging (frames the lane left), _borrow_failed, _pause_reading and _process.  A large frame
+   read into its own buffer is offered to borrow() whole (a third argument) once it is complete.
+   tests/broker/test_framing.py and the ``frames`` fuzz target run both twins.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -30,7 +30,7 @@ typedef struct {
     char busy, closed, paused_reading;
 } Reader;
 
-static PyObject *s_frame_filled, *s_split_staging, *s_borrow_failed, *s_pause_reading, *s_process, *empty_bytes;
+static PyObject *s_lane_declined, *no_frame, *s_split_staging, *s_borrow_failed, *s_pause_reading, *s_process, *empty_bytes;
 static Py_ssize_t max_queued_frames = 64;
 
 static double monotonic_now(void) {
@@ -81,14 +81,14 @@ static PyObject *get_buffer(Reader *self, PyObject *sizehint) {
     return PySequence_GetSlice(self->staging, n, PY_SSIZE_T_MAX);
 }
 
-/* borrow(self, end) -> where it stopped; on an Exception the connection's _borrow_failed(exc) answers
+/* borrow(self, end[, frame]) -> its answer; on an Exception the connection's _borrow_failed(exc) answers
    (*stop set) and anything else (KeyboardInterrupt) goes up to the loop. */
-static int call_borrow(Reader *self, Py_ssize_t end, Py_ssize_t *start, int *stop) {
+static int call_borrow(Reader *self, Py_ssize_t end, PyObject *frame, Py_ssize_t *answer, int *stop) {
     PyObject *end_obj = PyLong_FromSsize_t(end);
     if (end_obj == NULL) return -1;
-    PyObject *args[2] = {(PyObject *)self, end_obj};
+    PyObject *args[3] = {(PyObject *)self, end_obj, frame};
     PyObject *borrow = Py_NewRef(self->borrow);
-    PyObject *result = PyObject_Vectorcall(borrow, args, 2, NULL);
+    PyObject *result = PyObject_Vectorcall(borrow, args, frame == NULL ? 2 : 3, NULL);
     Py_DECREF(borrow);
     Py_DECREF(end_obj);
     if (result == NULL) {
@@ -106,9 +106,42 @@ static int call_borrow(Reader *self, Py_ssize_t end, Py_ssize_t *start, int *sto
         *stop = 1;
         return 0;
     }
-    *start = PyLong_AsSsize_t(result);
+    *answer = PyLong_AsSsize_t(result);
     Py_DECREF(result);
-    return *start == -1 && PyErr_Occurred() ? -1 : 0;
+    return *answer == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* More of the large frame read into its own buffer.  Once it is whole it goes to the lane's
+   borrow() when nothing is queued or pending (answered: dropped; refused: marked lane_declined so
+   dispatch does not offer it again), else to the queue.  1: go on, 0: nothing more to do, -1: error. */
+static int frame_filled(Reader *self, Py_ssize_t nbytes) {
+    self->filled += nbytes;
+    Py_ssize_t size = PyObject_Length(self->frame);
+    if (size < 0) return -1;
+    if (self->filled < size) return 0;
+    PyObject *view = self->frame_view; /* the queue (or the lane) holds the frame from here */
+    self->frame_view = Py_NewRef(no_frame);
+    Py_SETREF(self->frame, Py_NewRef(Py_None));
+    if (self->borrow != Py_None && PyList_GET_SIZE(self->queue) == 0 && !self->busy) {
+        Py_ssize_t answer = 0;
+        int stop = 0;
+        if (call_borrow(self, 0, view, &answer, &stop) < 0 ||
+            (!stop && answer < 0 && PyObject_SetAttr((PyObject *)self, s_lane_declined, view) < 0)) {
+            Py_DECREF(view);
+            return -1;
+        }
+        if (stop || answer == 1) {
+            Py_DECREF(view);
+            return stop ? 0 : 1;
+        }
+        if (!fields_ready(self)) { /* borrow() ran Python code */
+            Py_DECREF(view);
+            return -1;
+        }
+    }
+    int appended = PyList_Append(self->queue, view);
+    Py_DECREF(view);
+    return appended < 0 ? -1 : 1;
 }
 
 /* buffer_updated(nbytes): the read is in; frames that came whole are answered (by the lane's borrow())
@@ -120,19 +153,15 @@ static PyObject *buffer_updated(Reader *self, PyObject *arg) {
     if (self->closed || self->poison != Py_None) Py_RETURN_NONE;
     self->last_active = monotonic_now();
     if (self->frame != Py_None) {
-        PyObject *done = call_method(self, s_frame_filled, arg);
-        if (done == NULL) return NULL;
-        int whole = PyObject_IsTrue(done);
-        Py_DECREF(done);
-        if (whole < 0) return NULL;
-        if (!whole) Py_RETURN_NONE;
+        int go_on = frame_filled(self, nbytes);
+        if (go_on <= 0) return go_on < 0 ? NULL : Py_NewRef(Py_None);
     } else {
         Py_ssize_t left = PyObject_Length(self->left);
         if (left < 0) return NULL;
         Py_ssize_t end = left + nbytes, start = 0;
         if (self->borrow != Py_None && PyList_GET_SIZE(self->queue) == 0 && !self->busy) {
             int stop = 0;
-            if (call_borrow(self, end, &start, &stop) < 0) return NULL;
+            if (call_borrow(self, end, NULL, &start, &stop) < 0) return NULL;
             if (stop) Py_RETURN_NONE;
         }
         if (start == end) {
@@ -170,7 +199,7 @@ static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->staging = Py_NewRef(Py_None);
     self->left = Py_NewRef(empty_bytes);
     self->frame = Py_NewRef(Py_None);
-    self->frame_view = Py_NewRef(empty_bytes);
+    self->frame_view = Py_NewRef(no_frame);
     self->queue = PyList_New(0);
     self->poison = Py_NewRef(Py_None);
     self->borrow = Py_NewRef(Py_None);
@@ -244,16 +273,19 @@ static PyTypeObject ReaderType = {
     .tp_methods = reader_methods,
 };
 
-/* set_limits(max_queued_frames): connection.py's MAX_QUEUED_FRAMES (reading pauses past it). */
-static PyObject *set_limits(PyObject *module, PyObject *arg) {
-    Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred()) return NULL;
+/* set_limits(max_queued_frames, no_frame): connection.py's MAX_QUEUED_FRAMES (reading pauses past it) and
+   _NO_FRAME (the _frame_view of a connection not reading a large frame). */
+static PyObject *set_limits(PyObject *module, PyObject *args) {
+    Py_ssize_t n;
+    PyObject *sentinel;
+    if (!PyArg_ParseTuple(args, "nO:set_limits", &n, &sentinel)) return NULL;
     max_queued_frames = n;
+    Py_XSETREF(no_frame, Py_NewRef(sentinel));
     Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
-    {"set_limits", set_limits, METH_O, "set_limits(max_queued_frames)."},
+    {"set_limits", set_limits, METH_VARARGS, "set_limits(max_queued_frames, no_frame)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -263,13 +295,14 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__reading(void) {
-    if ((s_frame_filled = PyUnicode_InternFromString("_frame_filled")) == NULL ||
+    if ((s_lane_declined = PyUnicode_InternFromString("lane_declined")) == NULL ||
         (s_split_staging = PyUnicode_InternFromString("_split_staging")) == NULL ||
         (s_borrow_failed = PyUnicode_InternFromString("_borrow_failed")) == NULL ||
         (s_pause_reading = PyUnicode_InternFromString("_pause_reading")) == NULL ||
         (s_process = PyUnicode_InternFromString("_process")) == NULL ||
         (empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         return NULL;
+    no_frame = Py_NewRef(empty_bytes); /* until set_limits */
     if (PyType_Ready(&ReaderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;

@@ -77,8 +77,7 @@ READ_FIELDS = ("_busy", "_filled", "_frame", "_frame_view", "_left", "_paused_re
 
 class PyReader(asyncio.BufferedProtocol):
     """asyncio.BufferedProtocol's reading methods in Python: the twin of _reading.c's Reader (the methods
-    they call, _frame_filled, _split_staging, _borrow_failed, _pause_reading and _process, are
-    ConnectionMethods')."""
+    they call, _split_staging, _borrow_failed, _pause_reading and _process, are ConnectionMethods')."""
 
     __slots__ = READ_FIELDS
 
@@ -95,8 +94,23 @@ class PyReader(asyncio.BufferedProtocol):
             return
         self.last_active = time.monotonic()
         if self._frame is not None:
-            if not self._frame_filled(nbytes):
+            self._filled += nbytes
+            if self._filled < len(self._frame):
                 return
+            frame = self._frame_view  # the queue (or the lane) holds the frame from here
+            self._frame, self._frame_view = None, _NO_FRAME
+            if self.borrow is not None and not self._queue and not self._busy:
+                try:
+                    answer = self.borrow(self, 0, frame)
+                except Exception as exc:
+                    self._borrow_failed(exc)
+                    return
+                if answer == 1:
+                    frame = None
+                elif answer < 0:  # the lane refused it: dispatch must not offer it again
+                    self.lane_declined = frame
+            if frame is not None:
+                self._queue.append(frame)
         else:
             end, start = len(self._left) + nbytes, 0
             if self.borrow is not None and not self._queue and not self._busy:
@@ -124,7 +138,7 @@ if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     except ImportError:  # not built (a source checkout without a compiler): the Python twin reads
         pass
     else:
-        _reading.set_limits(MAX_QUEUED_FRAMES)
+        _reading.set_limits(MAX_QUEUED_FRAMES, _NO_FRAME)
         _Reader = _reading.Reader
 
 
@@ -159,7 +173,8 @@ class ConnectionMethods:
         # borrow(connection, end) -> offset: answers the leading whole Produce frames of staging[:end]
         # (the C produce lane: handlers/produce_lane_staging.h) when nothing is queued or pending; the
         # rest is split into frames and dispatched as usual.  ~offset: the lane refused the frame there.
-        self.borrow: Callable[[Connection, int], int] | None = None
+        # borrow(connection, 0, frame) -> 1 answered, 0 left to dispatch, -1 refused: a large frame, whole.
+        self.borrow: Callable[..., int] | None = None
         self.lane_declined: memoryview | None = None  # the copy of a frame borrow() refused, for dispatch
         self.max_request_bytes = max_request_bytes
         self.on_close = on_close
@@ -225,16 +240,6 @@ class ConnectionMethods:
         self._maybe_resume_reading()
 
     # -- reading: what the twins' buffer_updated calls ----------------------------------------
-    def _frame_filled(self, nbytes: int) -> bool:
-        """``nbytes`` more of the large frame being read into its own buffer; True once it is whole
-        (and queued: the queue holds it until it is handled)."""
-        self._filled += nbytes
-        if self._filled < len(self._frame):  # type: ignore[arg-type]
-            return False
-        self._queue.append(self._frame_view)
-        self._frame, self._frame_view = None, _NO_FRAME
-        return True
-
     def _borrow_failed(self, exc: Exception) -> None:
         """The produce lane's borrow() raised: a broker bug, said loudly; only this connection is dropped."""
         log.error("broker %s: request from %s failed inside the broker", self.broker_id, self.peer, exc_info=exc)

@@ -4,8 +4,9 @@ Pure unit test of the protocol object: bytes go in through get_buffer/buffer_upd
 event loop feeds them; a recording dispatch collects the frames.  Small frames come out of the shared
 staging buffer, large ones out of their own buffers.  Every test runs on both readers: Connection (the
 C Reader of mockbroker/server/_reading.c where it is built) and PureConnection (its Python twin), and
-scripted sessions -- reads of any size, a lane borrow() that takes, refuses or fails, answers that
-wait, a queue that fills up, a bad frame size behind queued frames -- must go the same on both.
+scripted sessions -- reads of any size, a lane borrow() that takes, refuses or fails frames from the
+staging buffer and large frames whole, answers that wait, a queue that fills up, a bad frame size
+behind queued frames -- must go the same on both.
 """
 
 from __future__ import annotations
@@ -127,7 +128,17 @@ def _session(cls: type, seed: int) -> list[Any]:
             return future
         return [b"answer:" + bytes(frame[:8])]
 
-    def borrow(conn: Any, end: int) -> int:
+    def borrow(conn: Any, end: int, frame: memoryview | None = None) -> int:
+        if frame is not None:  # a large frame, whole: 1 answered, 0 left to dispatch, -1 refused
+            roll = rnd.random()
+            answer = 1 if roll < 0.4 else 0 if roll < 0.7 else -1
+            if roll > 0.95:
+                events.append(("whole", bytes(frame[:8]), "fails"))
+                raise RuntimeError("the lane failed")
+            events.append(("whole", bytes(frame[:8]), answer))
+            if answer == 1:
+                conn.write([b"lane:whole"])
+            return answer
         staging = bytes(conn._staging[:end])
         pos, frames = 0, 0
         while end - pos >= 4:  # whole frames the "lane" may take
@@ -199,8 +210,10 @@ def test_sessions_reach_every_branch() -> None:
                 seen.add("pause")
             elif event == "resume":
                 seen.add("resume")
-            elif event[0] == "borrow":
-                seen.add("lane fails" if event[2] == "fails" else "lane refuses" if event[2] < 0 else "lane takes")
+            elif event[0] in ("borrow", "whole"):
+                way = "lane" if event[0] == "borrow" else "lane, whole frame,"
+                seen.add(f"{way} fails" if event[2] == "fails" else f"{way} refuses" if event[2] < 0
+                         else f"{way} takes" if event[0] == "borrow" or event[2] == 1 else f"{way} leaves")
             elif event[0] == "dispatch" and event[2]:
                 seen.add("declined frame dispatched")
             elif event[0] == "state" and event[6] is not None:
@@ -208,5 +221,6 @@ def test_sessions_reach_every_branch() -> None:
             elif event[0] == "state" and event[5] is not None and event[5][1] > LARGE_FRAME:
                 seen.add("large frame read in parts")
     assert seen == {"pause", "resume", "lane fails", "lane refuses", "lane takes", "declined frame dispatched",
-                    "poisoned", "large frame read in parts"}
+                    "poisoned", "large frame read in parts", "lane, whole frame, fails", "lane, whole frame, refuses",
+                    "lane, whole frame, takes", "lane, whole frame, leaves"}
     assert MAX_QUEUED_FRAMES < 200  # a session's 200 frames can fill the queue

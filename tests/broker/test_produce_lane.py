@@ -390,16 +390,26 @@ class _Written:
         self.out += data
 
 
-def _outcome(broker: Any, frame: bytes, borrow: bool = False) -> Any:
-    """What dispatch answers (or the connection closing); ``borrow``: first handed to the C borrow()
-    from the connection's staging buffer, which is scribbled over afterwards (a view the lane kept
-    would show)."""
+def _outcome(broker: Any, frame: bytes, borrow: str = "") -> Any:
+    """What dispatch answers (or the connection closing); ``borrow``: first handed to the C borrow(),
+    "staging": from the connection's staging buffer, which is scribbled over afterwards (a view the
+    lane kept would show); "whole": as a large frame read into its own buffer is."""
     from mockbroker.server.connection import CloseConnection, Connection
 
     staging = bytearray(1 << 17)
     conn = Connection(0, lambda c, f: None, 1 << 20, memoryview(staging))
     conn.peer = "127.0.0.1:1"
-    if borrow and len(frame) + 4 <= len(staging):
+    if borrow == "whole":
+        conn.transport = written = _Written()  # type: ignore[assignment]
+        own = memoryview(bytearray(frame))
+        done = produce_lane.borrow_function()(broker, conn, 0, own)
+        conn.transport = None
+        if done == 1:
+            return bytes(written.out)
+        assert done in (0, -1) and not written.out, done
+        if done == -1:
+            conn.lane_declined = own
+    if borrow == "staging" and len(frame) + 4 <= len(staging):
         staging[:len(frame) + 4] = struct.pack(">i", len(frame)) + frame
         conn.transport = written = _Written()  # type: ignore[assignment]
         done = produce_lane.borrow_function()(broker, conn, len(frame) + 4)
@@ -437,7 +447,7 @@ def test_lane_and_handler_agree_on_damaged_frames(monkeypatch: pytest.MonkeyPatc
     for i in range(3000):
         frame = _damaged(rng, rng.choice(frames)) if i % 10 else rng.choice(frames)
         _set_lane(monkeypatch, True)
-        got_lane = _outcome(lane, frame, borrow=i % 2 == 0)
+        got_lane = _outcome(lane, frame, borrow=("staging", "", "whole", "")[i % 4])
         _set_lane(monkeypatch, False)
         got_handler = _outcome(handler, frame)
         assert got_lane == got_handler, f"frame {i}: {frame.hex()}"

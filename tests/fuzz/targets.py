@@ -9,15 +9,17 @@ output above its cap, the C record checker disagreeing with the Python one) are 
 Input layouts (the corpus builder, ``tests/fuzz/build_corpus.py``, writes seeds in them):
 
 * ``frames``: byte 0 picks ``socket.request.max.bytes`` (:data:`FRAME_LIMITS`) and with bit 7 hands
-  each read to the C produce lane's ``borrow`` first (as a broker's connections do), byte 1 the read
-  sizes; the rest is the byte stream a client sends.
+  each read (and each large frame, whole) to the C produce lane's ``borrow`` first (as a broker's
+  connections do), byte 1 the read sizes; the rest is the byte stream a client sends; both readers
+  (the C one and PureConnection's) get it.
 * ``requests`` and ``dispatch``: byte 0 even: the rest is a whole request frame (header and body);
   odd: bytes 1-2 pick one of the (api key, version) pairs the broker registers, a valid request
   header for it is prepended to the rest (the body).  ``dispatch`` inputs may hold several frames
   separated by :data:`SEP` (the first as above, the others whole frames); byte 0 bit 1 puts them on
   a SASL_PLAINTEXT connection, bit 2 adds a fault rule on every request (bits 3-5: the action from
   :data:`FAULT_ACTIONS`, bit 7: error scope "partition"); without bit 2, bit 3 offers each frame to
-  the C produce lane's ``borrow`` from the connection's staging buffer before dispatching it.
+  the C produce lane's ``borrow`` before dispatching it: the even ones from the connection's staging
+  buffer, the odd ones whole in a buffer of their own (as a large frame comes).
 * ``batches``: byte 0's low two bits pick the format (0 and 3: a v2 batch, 1: a v0/v1 message
   set, 2: bare records for the record checkers: count, flags, base timestamp, then the records), bit 2
   has the harness fix CRCs and lengths so mutations get past them, bit 3 allows a partial tail; the
@@ -114,7 +116,14 @@ def _recording_borrow(seen: list[bytes]) -> Callable[[Connection, int], int] | N
     if _FRAMES_BROKER is None:
         _FRAMES_BROKER = fresh_broker()
 
-    def borrow(conn: Connection, end: int) -> int:
+    def borrow(conn: Connection, end: int, frame: memoryview | None = None) -> int:
+        if frame is not None:  # a large frame, whole: 1 answered, 0 dispatched, -1 refused
+            got = real(_FRAMES_BROKER, conn, end, frame)
+            if got not in (-1, 0, 1):
+                raise Finding(f"borrow() answered {got} for a whole frame")
+            if got == 1:
+                seen.append(bytes(frame))
+            return got
         got = real(_FRAMES_BROKER, conn, end)
         upto = ~got if got < 0 else got
         if not 0 <= upto <= end:
@@ -328,10 +337,10 @@ async def _dispatch_all(frames: list[bytes], sasl: bool, mode: int = 0) -> None:
         conn.sasl = SaslSession(broker.cluster.credentials, enabled_mechanisms(broker.cluster.config), 0)
     try:
         borrow = _borrow() if mode & 0x0C == 0x08 else None
-        for frame in frames:
+        for i, frame in enumerate(frames):
             if conn.closed:
                 return
-            if borrow is not None and len(frame) + 4 <= len(_STAGING):
+            if borrow is not None and len(frame) + 4 <= len(_STAGING) and i % 2 == 0:
                 _STAGING[:4] = _SIZE.pack(len(frame))
                 _STAGING[4 : 4 + len(frame)] = frame
                 got = borrow(broker, conn, len(frame) + 4)
@@ -343,6 +352,17 @@ async def _dispatch_all(frames: list[bytes], sasl: bool, mode: int = 0) -> None:
                     raise Finding(f"borrow() answered {got} for one whole frame of {len(frame)} bytes")
                 frame = memoryview(frame)
                 if got == ~0:
+                    conn.lane_declined = frame
+            elif borrow is not None:  # as a large frame comes: whole, in its own buffer
+                own = memoryview(bytearray(frame))
+                got = borrow(broker, conn, 0, own)
+                if got == 1:
+                    broker.cluster.tick()
+                    continue
+                if got not in (0, -1):
+                    raise Finding(f"borrow() answered {got} for a whole frame of {len(frame)} bytes")
+                frame = own
+                if got == -1:
                     conn.lane_declined = frame
             result = dispatch(broker, conn, memoryview(frame) if isinstance(frame, bytes) else frame)
             if result is not None and not isinstance(result, list):
