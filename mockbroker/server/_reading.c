@@ -24,13 +24,14 @@ typedef struct {
     PyObject *frame_view; /* _frame_view */
     PyObject *queue;      /* _queue: frames read and not yet handled (a list) */
     PyObject *poison;     /* _poison: None, or why to close once the queue is answered */
-    PyObject *borrow;     /* borrow: None, or the produce lane's borrow(connection, end) */
+    PyObject *borrow;     /* borrow: None, or the produce lane's borrow(connection, end[, frame]) */
     Py_ssize_t filled;    /* _filled: bytes of the large frame read so far */
     double last_active;   /* last_active: time.monotonic() of the last bytes read or written */
     char busy, closed, paused_reading;
 } Reader;
 
-static PyObject *s_lane_declined, *no_frame, *s_split_staging, *s_borrow_failed, *s_pause_reading, *s_process, *empty_bytes;
+static PyObject *s_lane_declined, *s_split_staging, *s_borrow_failed, *s_pause_reading, *s_process;
+static PyObject *empty_bytes, *no_frame; /* b"", and connection.py's _NO_FRAME once set_limits ran */
 static Py_ssize_t max_queued_frames = 64;
 
 static double monotonic_now(void) {
@@ -169,9 +170,7 @@ static PyObject *buffer_updated(Reader *self, PyObject *arg) {
         } else {
             PyObject *from = PyLong_FromSsize_t(start), *to = PyLong_FromSsize_t(end);
             PyObject *args[3] = {(PyObject *)self, from, to};
-            PyObject *done = from && to ? PyObject_VectorcallMethod(s_split_staging, args,
-                                                                    3, NULL)
-                                        : NULL;
+            PyObject *done = from && to ? PyObject_VectorcallMethod(s_split_staging, args, 3, NULL) : NULL;
             Py_XDECREF(from);
             Py_XDECREF(to);
             if (done == NULL) return NULL;
