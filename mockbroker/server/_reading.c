@@ -7,7 +7,7 @@
    attributes (members here, slots there), so connection.py reads and writes them alike.  The usual
    read -- nothing queued, the C produce lane's borrow() answers every frame in it -- runs here with no
    Python call at all; the rest calls the connection's own methods, as the twin does:
-   _split_staging (frames the lane left), _borrow_failed, _pause_reading and _process.  A large frame
+   _split_staging (frames the lane left), _failed_inside, _pause_reading and _process.  A large frame
    read into its own buffer is offered to borrow() whole (a third argument) once it is complete.
    tests/broker/test_framing.py and the ``frames`` fuzz target run both twins.
 */
@@ -30,7 +30,7 @@ typedef struct {
     char busy, closed, paused_reading;
 } Reader;
 
-static PyObject *s_lane_declined, *s_split_staging, *s_borrow_failed, *s_pause_reading, *s_process;
+static PyObject *s_lane_declined, *s_split_staging, *s_failed_inside, *s_pause_reading, *s_process;
 static PyObject *empty_bytes, *no_frame; /* b"", and connection.py's _NO_FRAME once set_limits ran */
 static Py_ssize_t max_queued_frames = 64;
 
@@ -82,7 +82,7 @@ static PyObject *get_buffer(Reader *self, PyObject *sizehint) {
     return PySequence_GetSlice(self->staging, n, PY_SSIZE_T_MAX);
 }
 
-/* borrow(self, end[, frame]) -> its answer; on an Exception the connection's _borrow_failed(exc) answers
+/* borrow(self, end[, frame]) -> its answer; on an Exception the connection's _failed_inside(exc) answers
    (*stop set) and anything else (KeyboardInterrupt) goes up to the loop. */
 static int call_borrow(Reader *self, Py_ssize_t end, PyObject *frame, Py_ssize_t *answer, int *stop) {
     PyObject *end_obj = PyLong_FromSsize_t(end);
@@ -98,7 +98,7 @@ static int call_borrow(Reader *self, Py_ssize_t end, PyObject *frame, Py_ssize_t
         PyErr_Fetch(&type, &value, &tb);
         PyErr_NormalizeException(&type, &value, &tb);
         if (tb != NULL) PyException_SetTraceback(value, tb);
-        PyObject *done = call_method(self, s_borrow_failed, value);
+        PyObject *done = call_method(self, s_failed_inside, value);
         Py_XDECREF(type);
         Py_XDECREF(value);
         Py_XDECREF(tb);
@@ -296,7 +296,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__reading(void) {
     if ((s_lane_declined = PyUnicode_InternFromString("lane_declined")) == NULL ||
         (s_split_staging = PyUnicode_InternFromString("_split_staging")) == NULL ||
-        (s_borrow_failed = PyUnicode_InternFromString("_borrow_failed")) == NULL ||
+        (s_failed_inside = PyUnicode_InternFromString("_failed_inside")) == NULL ||
         (s_pause_reading = PyUnicode_InternFromString("_pause_reading")) == NULL ||
         (s_process = PyUnicode_InternFromString("_process")) == NULL ||
         (empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)

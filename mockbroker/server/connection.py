@@ -77,7 +77,7 @@ READ_FIELDS = ("_busy", "_filled", "_frame", "_frame_view", "_left", "_paused_re
 
 class PyReader(asyncio.BufferedProtocol):
     """asyncio.BufferedProtocol's reading methods in Python: the twin of _reading.c's Reader (the methods
-    they call, _split_staging, _borrow_failed, _pause_reading and _process, are ConnectionMethods')."""
+    they call, _split_staging, _failed_inside, _pause_reading and _process, are ConnectionMethods')."""
 
     __slots__ = READ_FIELDS
 
@@ -103,7 +103,7 @@ class PyReader(asyncio.BufferedProtocol):
                 try:
                     answer = self.borrow(self, 0, frame)
                 except Exception as exc:
-                    self._borrow_failed(exc)
+                    self._failed_inside(exc)
                     return
                 if answer == 1:
                     frame = None
@@ -117,7 +117,7 @@ class PyReader(asyncio.BufferedProtocol):
                 try:
                     start = self.borrow(self, end)
                 except Exception as exc:
-                    self._borrow_failed(exc)
+                    self._failed_inside(exc)
                     return
             if start == end:
                 self._left = b""
@@ -240,8 +240,9 @@ class ConnectionMethods:
         self._maybe_resume_reading()
 
     # -- reading: what the twins' buffer_updated calls ----------------------------------------
-    def _borrow_failed(self, exc: Exception) -> None:
-        """The produce lane's borrow() raised: a broker bug, said loudly; only this connection is dropped."""
+    def _failed_inside(self, exc: Exception) -> None:
+        """Handling a request (dispatch, or the produce lane's borrow()) raised: a broker bug, said loudly;
+        only this connection is dropped."""
         log.error("broker %s: request from %s failed inside the broker", self.broker_id, self.peer, exc_info=exc)
         self.close(f"internal error: {exc!r}")
 
@@ -288,10 +289,8 @@ class ConnectionMethods:
             except CloseConnection as exc:
                 self.close(str(exc))
                 return
-            except Exception as exc:  # a broker bug: say so loudly, drop only this connection
-                log.error("broker %s: request from %s failed inside the broker", self.broker_id, self.peer,
-                          exc_info=exc)
-                self.close(f"internal error: {exc!r}")
+            except Exception as exc:
+                self._failed_inside(exc)
                 return
             if isinstance(result, list):
                 self.write(result)
