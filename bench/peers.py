@@ -148,9 +148,10 @@ def start_mockbroker(*configs: str, pure_python: bool = False) -> Peer:
     return Peer(name, bootstrap, proc, _admin_create(bootstrap))
 
 
-def start_rdkafka_mock() -> Peer:
-    proc = subprocess.Popen([sys.executable, "-c", RDKAFKA_MOCK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
+def start_rdkafka_mock(prefix: list[str] | None = None) -> Peer:
+    """``prefix``: a command to run the helper under (bench.replay's callgrind)."""
+    proc = subprocess.Popen([*(prefix or []), sys.executable, "-c", RDKAFKA_MOCK], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
     bootstrap = proc.stdout.readline().strip()  # type: ignore[union-attr]
     if not bootstrap:
         proc.kill()
@@ -180,14 +181,14 @@ def tansu_binary() -> Path:
     return binary
 
 
-def start_tansu() -> Peer:
+def start_tansu(prefix: list[str] | None = None) -> Peer:
     binary = tansu_binary()
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/"],
+    proc = subprocess.Popen([*(prefix or []), str(binary), "broker", "--listener-url", url,
+                             "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port)
+    wait_port(port, 120 if prefix else 15)
 
     def create(topic: str, partitions: int) -> None:
         subprocess.run([str(binary), "topic", "create", "--broker", url, "--partitions", str(partitions), topic],

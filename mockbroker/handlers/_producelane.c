@@ -267,20 +267,22 @@ static int get_int64(PyObject *obj, PyObject *name, int64_t *out) {
     return ok;
 }
 
-/* The records view a stored batch keeps: a slice of the frame, or of a copy when the batch is a small
-   part of it (memory_cap.detached). */
+/* A stored batch, its buffers tuple and its bytes hold only bytes, ints and each other, never a cycle:
+   the cycle collector need not walk them, and young collections stay short however many batches the
+   log holds.  (Only objects whose dealloc untracks through PyObject_GC_UnTrack, which checks first:
+   tuples and classes defined in Python.  A memoryview's dealloc unlinks itself unchecked, so a view of
+   a frame stays tracked.) */
+static void untrack(PyObject *obj) {
+    if (PyObject_GC_IsTracked(obj)) PyObject_GC_UnTrack(obj);
+}
+
+/* The records a stored batch keeps (the batch after its 16-byte offset and length prefix): a slice of
+   the frame, or a copy (bytes) when the batch is a small part of it (memory_cap.detached). */
 static PyObject *stored_view(PyObject *frame, Py_ssize_t frame_size, Part *part, const unsigned char *b) {
-    if (frame_size > 2 * part->len + frame_slack) {
-        PyObject *copy = PyBytes_FromStringAndSize((const char *)b + part->start, part->len);
-        if (copy == NULL) return NULL;
-        PyObject *view = PyMemoryView_FromObject(copy);
-        Py_DECREF(copy);
-        if (view == NULL) return NULL;
-        PyObject *tail = PySequence_GetSlice(view, 16, part->len);
-        Py_DECREF(view);
-        return tail;
-    }
-    return PySequence_GetSlice(frame, part->start + 16, part->start + part->len);
+    PyObject *view = frame_size > 2 * part->len + frame_slack
+                         ? PyBytes_FromStringAndSize((const char *)b + part->start + 16, part->len - 16)
+                         : PySequence_GetSlice(frame, part->start + 16, part->start + part->len);
+    return view;
 }
 
 static PyObject *new_stored(Part *part, int64_t base, PyObject *buffers) {
@@ -368,9 +370,11 @@ static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned ch
     Py_DECREF(head);
     Py_DECREF(view);
     if (buffers == NULL) return -1;
+    untrack(buffers);
     PyObject *stored = new_stored(part, base, buffers);
     Py_DECREF(buffers);
     if (stored == NULL) return -1;
+    untrack(stored);
     if (part->producers != NULL) {  /* as the handler does: the producer's state first, then the log */
         PyObject *noted = PyObject_CallMethod(
             part->producers, "record_append", "LiiiLLLLO", (long long)part->f.producer_id,

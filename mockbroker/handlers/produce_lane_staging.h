@@ -98,7 +98,16 @@ static PyObject *setup_journal(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* Journal.start(...) of an answered Produce: JournalEntry(next(numbers), ...) appended to the ring. */
+/* A tuple and the tuples inside it, out of the cycle collector's sight (they hold no other container). */
+static void untrack_tuples(PyObject *obj) {
+    if (!PyTuple_CheckExact(obj) || !PyObject_GC_IsTracked(obj)) return;
+    PyObject_GC_UnTrack(obj);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) untrack_tuples(PyTuple_GET_ITEM(obj, i));
+}
+
+/* Journal.start(...) of an answered Produce: JournalEntry(next(numbers), ...) appended to the ring.  The
+   entry holds strings, numbers and tuples of them (JournalEntry keeps no mutable container), so it and
+   its tuples are untracked: ten thousand of them need not be walked by every young collection. */
 static int journal_answered(PyObject *journal, PyObject *values[ENTRY_SLOTS]) {
     PyObject *numbers = PyObject_GetAttr(journal, s_numbers), *ring = PyObject_GetAttr(journal, s_entries);
     PyObject *seq = numbers ? PyIter_Next(numbers) : NULL;
@@ -111,6 +120,9 @@ static int journal_answered(PyObject *journal, PyObject *values[ENTRY_SLOTS]) {
     }
     Py_XDECREF(seq);
     if (!failed) {
+        for (int i = 0; i < ENTRY_SLOTS; i++)
+            if (values[i] != NULL) untrack_tuples(values[i]);
+        if (PyObject_GC_IsTracked(entry)) PyObject_GC_UnTrack(entry);
         PyObject *done = PyObject_CallMethodOneArg(ring, s_append, entry);
         failed = done == NULL;
         Py_XDECREF(done);
@@ -158,9 +170,11 @@ static int acls_enabled(PyObject *cluster) {
     return enabled;
 }
 
-/* What every request of one borrow() call shares: read when its first Produce frame comes. */
+/* What every request of one borrow() call shares: read when its first Produce frame comes.  ``held``:
+   the answers of a read's frames, written together when borrow() returns (one send for the read, as a
+   client that pipelines its requests gets them), NULL where each answer is written at once. */
 typedef struct {
-    PyObject *cluster, *topics, *broker_generation, *cap, *journal, *clock;
+    PyObject *cluster, *topics, *broker_generation, *cap, *journal, *clock, *held, *transport;
     long node_id;
     long long cap_limit;
     int journal_on, system_clock;
@@ -173,6 +187,35 @@ static void scene_free(Scene *sc) {
     Py_CLEAR(sc->cap);
     Py_CLEAR(sc->journal);
     Py_CLEAR(sc->clock);
+    Py_CLEAR(sc->held);
+    Py_CLEAR(sc->transport);
+}
+
+/* Write the held answers (in one buffer), unless the connection closed since they were made. */
+static int write_held(Scene *sc, PyObject *conn) {
+    Py_ssize_t n = sc->held == NULL ? 0 : PyList_GET_SIZE(sc->held);
+    if (n == 0) return 0;
+    int closed = attr_true(conn, s_closed);
+    if (closed) return closed < 0 ? -1 : 0;
+    PyObject *out = NULL;
+    if (n == 1) {
+        out = Py_NewRef(PyList_GET_ITEM(sc->held, 0));
+    } else {
+        Py_ssize_t total = 0;
+        for (Py_ssize_t i = 0; i < n; i++) total += PyByteArray_GET_SIZE(PyList_GET_ITEM(sc->held, i));
+        out = PyBytes_FromStringAndSize(NULL, total);
+        if (out == NULL) return -1;
+        char *at = PyBytes_AS_STRING(out);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *answer = PyList_GET_ITEM(sc->held, i);
+            memcpy(at, PyByteArray_AS_STRING(answer), (size_t)PyByteArray_GET_SIZE(answer));
+            at += PyByteArray_GET_SIZE(answer);
+        }
+    }
+    PyObject *done = PyObject_CallMethodOneArg(sc->transport, s_write, out);
+    Py_DECREF(out);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
 }
 
 /* 1 when the lane may be tried (as produce_lane.serve decides), 0 when not, -1 on error */
@@ -315,9 +358,14 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
         PyObject *now = PyFloat_FromDouble(monotonic_s());
         failed = now == NULL || PyObject_SetAttr(conn, s_last_active, now) < 0;
         Py_XDECREF(now);
-        PyObject *done = failed ? NULL : PyObject_CallMethodOneArg(transport, s_write, answer);
-        failed = done == NULL;
-        Py_XDECREF(done);
+        if (!failed && sc->held != NULL && PyByteArray_CheckExact(answer)) {
+            Py_XSETREF(sc->transport, Py_NewRef(transport));
+            failed = PyList_Append(sc->held, answer) < 0;
+        } else if (!failed) {
+            PyObject *done = PyObject_CallMethodOneArg(transport, s_write, answer);
+            failed = done == NULL;
+            Py_XDECREF(done);
+        }
     }
     Py_DECREF(transport);
     return failed ? -1 : 0;
@@ -426,6 +474,10 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 break;
             }
             scene = 1;
+            if ((sc.held = PyList_New(0)) == NULL) {
+                failed = 1;
+                break;
+            }
         }
         PyObject *frame = PySequence_GetSlice(staging, pos + 4, pos + 4 + size);
         if (frame == NULL) {
@@ -441,6 +493,15 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         pos += 4 + (Py_ssize_t)size;
     }
+    /* the answers of the frames taken go out before anything after them is dispatched (an error
+       raised meanwhile is kept; the requests it did not stop were answered) */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (write_held(&sc, conn) < 0) {
+        failed = 1;
+        if (type != NULL) PyErr_Clear();
+    }
+    if (type != NULL) PyErr_Restore(type, value, traceback);
     scene_free(&sc);
     Py_DECREF(staging);
     if (failed) return NULL;

@@ -42,14 +42,24 @@ static int read_zigzag_long(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_
     return 0;
 }
 
-/* read_zigzag_long with the usual one-byte varint (a small length, delta or count) read inline. */
+/* read_zigzag_long with the usual one- and two-byte varints (a length, delta or count below 8,192 in
+   size) read inline: fourteen bits fit any max_bytes, so no overflow check is needed for them. */
 static inline int read_zigzag(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t limit, int max_bytes,
                               int64_t *out) {
     Py_ssize_t p = *pos;
-    if (p < limit && buf[p] < 0x80) {
-        *out = (int64_t)(buf[p] >> 1) ^ -(int64_t)(buf[p] & 1);
-        *pos = p + 1;
-        return 1;
+    if (p < limit) {
+        uint64_t raw = buf[p];
+        if (raw < 0x80) {
+            *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+            *pos = p + 1;
+            return 1;
+        }
+        if (p + 1 < limit && buf[p + 1] < 0x80) {
+            raw = (raw & 0x7F) | ((uint64_t)buf[p + 1] << 7);
+            *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+            *pos = p + 2;
+            return 1;
+        }
     }
     return read_zigzag_long(buf, pos, limit, max_bytes, out);
 }

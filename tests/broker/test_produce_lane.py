@@ -12,6 +12,7 @@ a compression.type or retention.bytes, a full memory cap) and config changes bet
 
 from __future__ import annotations
 
+import gc
 import random
 import socket
 import struct
@@ -346,6 +347,35 @@ def test_real_clients_go_through_the_lane(monkeypatch: pytest.MonkeyPatch, idemp
     assert seen == set(range(3000))
     assert counting.taken == len(journaled)
     assert all((pid >= 0) == idempotent for pid in stored)
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4"])
+def test_what_the_lane_keeps_is_out_of_the_cycle_collectors_sight(monkeypatch: pytest.MonkeyPatch,
+                                                                    compression: str) -> None:
+    """Stored batches, their buffers and journal entries the lane makes are untracked (none can be in a
+    cycle) and are freed by reference counting, through full collections, when the topic goes."""
+    counting = Counting(produce_lane._lane)
+    monkeypatch.setattr(produce_lane, "_lane", counting)
+    with MockCluster(brokers=1) as c:
+        c.create_topic("t", 2)
+        p = Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 2, "compression.type": compression})
+        for i in range(2000):
+            p.produce("t", value=b"v%d" % i, partition=i % 2)
+        assert p.flush(30) == 0
+        assert counting.taken > 0
+        batches = [b for log in c.state.topics["t"].partitions for b in log.batches]
+        entries = c.journal.entries(api="Produce")
+        assert batches and entries
+        assert not any(gc.is_tracked(b) or gc.is_tracked(b.buffers) for b in batches)
+        assert not any(gc.is_tracked(e) or gc.is_tracked(e._about) for e in entries)
+        assert sum(len(bytes(b.buffers[1])) + 16 for b in batches) == sum(b.size for b in batches)
+        del batches, entries
+        gc.collect()
+        c.state.delete_topic("t")
+        c.journal.clear()
+        gc.collect()
+        c.create_topic("t", 2)  # the broker goes on serving
+        assert p.produce("t", value=b"again") is None and p.flush(30) == 0
 
 
 def _bare_broker() -> Any:

@@ -87,3 +87,22 @@ def test_check_records_names_problems_with_the_extension_on() -> None:
     problems = rec.check_records(memoryview(batch), HEADER_SIZE, len(batch), 2, header.base_timestamp,
                                  NOW - 5, NOW + 5, True)
     assert problems == [(0, "compacted topic record has no key"), (1, f"timestamp {NOW + 10_000} is out of range")]
+
+
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 8191, 8192, 8193, 1 << 20])
+def test_varints_of_one_to_four_bytes_read_alike(size: int) -> None:
+    """Value sizes whose zigzag varints take one, two, three or four bytes (C reads the first two inline)."""
+    batch = rec.build_batch([(b"k" * min(size, 300), b"v" * size, [("h", b"x" * size)], NOW)] * 2)
+    view = memoryview(batch)
+    base = rec.parse_batch_header(batch).base_timestamp
+    assert c_clean(view, 2, base, None, None, True) and python_clean(view, 2, base, None, None, True)
+
+
+def test_overlong_two_byte_varints_read_alike() -> None:
+    """0x80 0x00 is an overlong zero; both passes read it as Kafka's ByteUtils does (as 0)."""
+    good = rec.build_batch([(None, b"", [], NOW)])
+    # the record's headers count, its last byte (a one-byte zero), written as two bytes
+    bad = bytes(good[:HEADER_SIZE]) + bytes([good[HEADER_SIZE] + 2]) + bytes(good[HEADER_SIZE + 1:-1]) + b"\x80\x00"
+    base = rec.parse_batch_header(good).base_timestamp
+    assert c_clean(memoryview(bad), 1, base, None, None, False)
+    assert python_clean(memoryview(bad), 1, base, None, None, False)
