@@ -46,6 +46,7 @@ LOADS: dict[str, Callable[[Peer], object]] = {
                                                 {"acks": 1, "linger.ms": 5, "compression.type": "lz4"})),
     "aio100k": lambda peer: loads.aiokafka_produce_consume(peer, "aio", 100_000, 100, 4),
     "big": lambda peer: loads.large_messages(peer, "big", 256, 64),
+    "tiny": lambda peer: loads.produce_consume(peer, "tiny", 2_000, 100, 2, "lz4"),  # the harness's own test
 }
 
 
@@ -54,6 +55,16 @@ class Recording:
     load: str
     topics: list[tuple[str, int]] = field(default_factory=list)
     frames: list[tuple[int, bytes]] = field(default_factory=list)  # (connection number, whole frame)
+
+
+def save(rec: Recording, path: str) -> None:
+    with open(path, "wb") as f:
+        pickle.dump({"load": rec.load, "topics": rec.topics, "frames": rec.frames}, f)
+
+
+def load(path: str) -> Recording:
+    with open(path, "rb") as f:
+        return Recording(**pickle.load(f))
 
 
 # -- recording -------------------------------------------------------------------------------------
@@ -199,6 +210,7 @@ def replay(rec: Recording, peer: Peer, window: int = 1, instructions: bool = Fal
     host, port = peer.bootstrap.split(",")[0].rsplit(":", 1)
     sockets: dict[int, socket.socket] = {}
     waiting: dict[int, int] = {}
+    sent: dict[int, list[bytes]] = {}  # each connection's requests still waiting for their answers
     per_api: dict[str, int] = {}
     pid = peer.proc.pid
     time.sleep(0.2)
@@ -213,19 +225,21 @@ def replay(rec: Recording, peer: Peer, window: int = 1, instructions: bool = Fal
             waiting[number] = 0
         before = broker_cpu_ns(pid) if by_api else 0
         if waiting[number] >= window:
-            _read_answer(sock)
+            _read_answer(sock, sent[number].pop(0))
             waiting[number] -= 1
         sock.sendall(frame)
-        waiting[number] += _expects_answer(frame)
+        if _expects_answer(frame):
+            waiting[number] += 1
+            sent.setdefault(number, []).append(frame)
         if by_api:
             while waiting[number]:
-                _read_answer(sock)
+                _read_answer(sock, sent[number].pop(0))
                 waiting[number] -= 1
             name = api.api_name(struct.unpack_from(">h", frame, 4)[0])
             per_api[name] = per_api.get(name, 0) + broker_cpu_ns(pid) - before
     for number, sock in sockets.items():
         for _ in range(waiting[number]):
-            _read_answer(sock)
+            _read_answer(sock, sent[number].pop(0))
     total = meter.read() - start
     for sock in sockets.values():
         sock.close()
@@ -234,17 +248,26 @@ def replay(rec: Recording, peer: Peer, window: int = 1, instructions: bool = Fal
     return out
 
 
-def _read_answer(sock: socket.socket) -> None:
+def _read_answer(sock: socket.socket, request: bytes) -> None:
+    """Read the answer to ``request``; a Produce answer must name no error (else the replay measured a
+    broker refusing, not storing)."""
     size = struct.unpack(">i", loads._recv_exact(sock, 4))[0]
-    loads._recv_exact(sock, size)
+    answer = loads._recv_exact(sock, size)
+    api_key, version, correlation_id = struct.unpack_from(">hhi", request, 4)
+    if struct.unpack_from(">i", answer)[0] != correlation_id:
+        raise RuntimeError(f"answer to correlation id {correlation_id} expected, got another")
+    if api_key == PRODUCE:
+        for topic in api.decode_response(api_key, version, answer)[1].responses:
+            for part in topic.partition_responses:
+                if part.error_code:
+                    raise RuntimeError(f"Produce to {topic.name}[{part.index}] answered error {part.error_code}")
 
 
 PEER_STARTS: dict[str, Callable[[list[str] | None], Peer]] = {"mock": start_rdkafka_mock, "tansu": start_tansu}
 
 
 def run(path: str, trees: list[str], peers: list[str], repeat: int, window: int, instructions: bool) -> None:
-    with open(path, "rb") as f:
-        rec: Recording = pickle.load(f)
+    rec = load(path)
     print(f"{rec.load}: {len(rec.frames)} frames, {sum(len(f) for _, f in rec.frames) / 1e6:.1f} MB, "
           f"topics {rec.topics}")
     prefix = CALLGRIND if instructions else None
@@ -288,8 +311,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "record":
         recording = record(args.load)
-        with open(args.path, "wb") as f:
-            pickle.dump(recording, f)
+        save(recording, args.path)
         print(f"{len(recording.frames)} frames on {len({n for n, _ in recording.frames})} connections, "
               f"topics {recording.topics}")
     else:

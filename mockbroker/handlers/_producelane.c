@@ -51,9 +51,20 @@ static PyTypeObject *stored_type = NULL;
 static Py_ssize_t stored_offset[STORED_SLOTS];
 static Py_ssize_t batch_overhead = 0, frame_slack = 0;
 static PyObject *settings_key = NULL;
-static PyObject *s_answer_cache, *s_config, *s_generation, *s_partitions, *s_leader, *s_leader_epoch,
-    *s_next_offset, *s_log_start_offset, *s_append, *s_producers, *s_batches, *s_bases, *s_size_bytes, *s_listeners;
+static PyObject *s_answer_cache, *s_config, *s_generation, *s_partitions, *s_append;
 static PyTypeObject *partition_log_type = NULL;
+
+/* The PartitionLog fields the lane reads and writes: straight from their slots when the log is a
+   PartitionLog (whose __slots__ setup() found), by name otherwise (a subclass, or another class). */
+enum { LOG_LEADER, LOG_LEADER_EPOCH, LOG_NEXT_OFFSET, LOG_START_OFFSET, LOG_BATCHES, LOG_BASES, LOG_SIZE_BYTES,
+       LOG_LISTENERS, LOG_PRODUCERS, LOG_FIELDS };
+static const char *const LOG_NAMES[LOG_FIELDS] = {
+    "leader", "leader_epoch", "next_offset", "log_start_offset", "batches", "_bases", "size_bytes", "listeners",
+    "producers",
+};
+static PyObject *log_name[LOG_FIELDS];
+static Py_ssize_t log_offset[LOG_FIELDS];
+static int log_slotted = 0;
 static size_t lz4_cap = 0; /* the decompression cap of batches.decompressed, once setup_lz4 found liblz4 */
 
 #define STORED_SLOT(obj, i) (*(PyObject **)((char *)(obj) + stored_offset[i]))
@@ -65,30 +76,50 @@ static int intern(PyObject **slot, const char *name) {
 
 /* Where each named slot of ``cls`` lives (instances are then filled as the class's own __init__ would),
    checking that the class has exactly these plain object slots. */
+/* Where a plain (object, writable) slot of ``type`` lives; -1 with TypeError when it has none. */
+static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
+    PyObject *descr = PyDict_GetItemString(type->tp_dict, name);
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, name);
+        return -1;
+    }
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    if (member->type != T_OBJECT_EX || (member->flags & READONLY)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a plain slot", type->tp_name, name);
+        return -1;
+    }
+    return member->offset;
+}
+
 static int slot_offsets(PyObject *cls, const char *const *names, int n, Py_ssize_t *offsets) {
     if (!PyType_Check(cls)) {
         PyErr_SetString(PyExc_TypeError, "expected a class with __slots__");
         return -1;
     }
     PyTypeObject *type = (PyTypeObject *)cls;
-    for (int i = 0; i < n; i++) {
-        PyObject *descr = PyDict_GetItemString(type->tp_dict, names[i]);
-        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-            PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, names[i]);
-            return -1;
-        }
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) {
-            PyErr_Format(PyExc_TypeError, "%s.%s is not a plain slot", type->tp_name, names[i]);
-            return -1;
-        }
-        offsets[i] = member->offset;
-    }
+    for (int i = 0; i < n; i++)
+        if ((offsets[i] = slot_offset(type, names[i])) < 0) return -1;
     if (type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + n * sizeof(PyObject *))) {
         PyErr_Format(PyExc_TypeError, "%s has slots this module does not know", type->tp_name);
         return -1;
     }
     return 0;
+}
+
+#define LOG_SLOT(log, field) (*(PyObject **)((char *)(log) + log_offset[field]))
+
+static PyObject *log_get(PyObject *log, int field) {
+    if (log_slotted && Py_IS_TYPE(log, partition_log_type) && LOG_SLOT(log, field) != NULL)
+        return Py_NewRef(LOG_SLOT(log, field));
+    return PyObject_GetAttr(log, log_name[field]);
+}
+
+static int log_set(PyObject *log, int field, PyObject *value) {
+    if (log_slotted && Py_IS_TYPE(log, partition_log_type)) {
+        Py_XSETREF(LOG_SLOT(log, field), Py_NewRef(value));
+        return 0;
+    }
+    return PyObject_SetAttr(log, log_name[field], value);
 }
 
 static PyObject *setup(PyObject *self, PyObject *args) {
@@ -97,12 +128,16 @@ static PyObject *setup(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OnnUO!:setup", &cls, &overhead, &slack, &key, &PyType_Type, &log_cls)) return NULL;
     if (slot_offsets(cls, STORED_NAMES, STORED_SLOTS, stored_offset) < 0) return NULL;
     if (intern(&s_answer_cache, "answer_cache") || intern(&s_config, "config") ||
-        intern(&s_generation, "_generation") || intern(&s_partitions, "partitions") ||
-        intern(&s_leader, "leader") || intern(&s_leader_epoch, "leader_epoch") ||
-        intern(&s_next_offset, "next_offset") || intern(&s_log_start_offset, "log_start_offset") ||
-        intern(&s_append, "append") || intern(&s_producers, "producers") || intern(&s_batches, "batches") ||
-        intern(&s_bases, "_bases") || intern(&s_size_bytes, "size_bytes") || intern(&s_listeners, "listeners"))
+        intern(&s_generation, "_generation") || intern(&s_partitions, "partitions") || intern(&s_append, "append"))
         return NULL;
+    log_slotted = 1;
+    for (int i = 0; i < LOG_FIELDS; i++) {
+        if (intern(&log_name[i], LOG_NAMES[i])) return NULL;
+        if ((log_offset[i] = slot_offset((PyTypeObject *)log_cls, LOG_NAMES[i])) < 0) {
+            PyErr_Clear(); /* a log class without these slots: its fields are read by name */
+            log_slotted = 0;
+        }
+    }
     Py_XSETREF(partition_log_type, (PyTypeObject *)Py_NewRef(log_cls));
     Py_XSETREF(stored_type, (PyTypeObject *)Py_NewRef(cls));
     Py_XSETREF(settings_key, Py_NewRef(key));
@@ -210,7 +245,7 @@ static int compressed_records_pass(PyObject *frame, const unsigned char *b, Part
 /* An idempotent batch: 1 when the partition's producer state would append it as it is (not a retry, in
    sequence: PartitionProducers.admits), 0 when the handler must answer it, -1 on error. */
 static int sequence_admits(Part *part) {
-    part->producers = PyObject_GetAttr(part->log, s_producers);
+    part->producers = log_get(part->log, LOG_PRODUCERS);
     if (part->producers == NULL) return -1;
     PyObject *last = PyObject_CallMethod(part->producers, "admits", "Liii", (long long)part->f.producer_id,
                                          (int)part->f.producer_epoch, (int)part->f.base_sequence,
@@ -228,7 +263,7 @@ static int check_part(PyObject *frame, const unsigned char *b, Part *part, Topic
                       int version, PyObject *crc32c, PyObject *decompress) {
     if (part->index < 0 || part->index >= PyList_GET_SIZE(tp->partitions)) return 0;
     part->log = Py_NewRef(PyList_GET_ITEM(tp->partitions, part->index));
-    PyObject *leader = PyObject_GetAttr(part->log, s_leader);
+    PyObject *leader = log_get(part->log, LOG_LEADER);
     if (leader == NULL) return -1;
     int64_t leader_id;
     int led = as_int64(leader, &leader_id) && leader_id == broker_id;
@@ -258,12 +293,12 @@ static int named_before(Plan *p, Py_ssize_t i) {
 
 /* ---- appending ------------------------------------------------------------------------------- */
 
-static int get_int64(PyObject *obj, PyObject *name, int64_t *out) {
-    PyObject *value = PyObject_GetAttr(obj, name);
+static int get_int64(PyObject *log, int field, int64_t *out) {
+    PyObject *value = log_get(log, field);
     if (value == NULL) return 0;
     int ok = as_int64(value, out);
     Py_DECREF(value);
-    if (!ok && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%U is not a 64-bit int", name);
+    if (!ok && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%U is not a 64-bit int", log_name[field]);
     return ok;
 }
 
@@ -315,7 +350,7 @@ static int log_append(PyObject *log, PyObject *stored, int64_t last_offset, Py_s
         Py_XDECREF(done);
         return done == NULL ? -1 : 0;
     }
-    PyObject *batches = PyObject_GetAttr(log, s_batches), *bases = PyObject_GetAttr(log, s_bases);
+    PyObject *batches = log_get(log, LOG_BATCHES), *bases = log_get(log, LOG_BASES);
     PyObject *base = STORED_SLOT(stored, 0); /* base_offset */
     int failed = batches == NULL || bases == NULL || !PyList_Check(batches) || !PyList_Check(bases) ||
                  PyList_Append(batches, stored) < 0 || PyList_Append(bases, base) < 0;
@@ -326,18 +361,18 @@ static int log_append(PyObject *log, PyObject *stored, int64_t last_offset, Py_s
         return -1;
     }
     PyObject *next = PyLong_FromLongLong(last_offset + 1);
-    failed = next == NULL || PyObject_SetAttr(log, s_next_offset, next) < 0;
+    failed = next == NULL || log_set(log, LOG_NEXT_OFFSET, next) < 0;
     Py_XDECREF(next);
     if (failed) return -1;
-    PyObject *held = PyObject_GetAttr(log, s_size_bytes);
+    PyObject *held = log_get(log, LOG_SIZE_BYTES);
     if (held == NULL) return -1;
     PyObject *added = PyLong_FromSsize_t(size), *grown = added ? PyNumber_Add(held, added) : NULL;
     Py_DECREF(held);
     Py_XDECREF(added);
-    failed = grown == NULL || PyObject_SetAttr(log, s_size_bytes, grown) < 0;
+    failed = grown == NULL || log_set(log, LOG_SIZE_BYTES, grown) < 0;
     Py_XDECREF(grown);
     if (failed) return -1;
-    PyObject *listeners = PyObject_GetAttr(log, s_listeners);
+    PyObject *listeners = log_get(log, LOG_LISTENERS);
     if (listeners == NULL) return -1;
     for (Py_ssize_t i = 0; PyList_Check(listeners) && i < PyList_GET_SIZE(listeners); i++) {
         PyObject *notify = Py_NewRef(PyList_GET_ITEM(listeners, i));
@@ -355,7 +390,7 @@ static int log_append(PyObject *log, PyObject *stored, int64_t last_offset, Py_s
 
 static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned char *b, Part *part, int64_t now_ms) {
     int64_t base, epoch;
-    if (!get_int64(part->log, s_next_offset, &base) || !get_int64(part->log, s_leader_epoch, &epoch)) return -1;
+    if (!get_int64(part->log, LOG_NEXT_OFFSET, &base) || !get_int64(part->log, LOG_LEADER_EPOCH, &epoch)) return -1;
     unsigned char prefix[16];
     uint64_t fields[2] = {(uint64_t)base, ((uint64_t)(uint32_t)(part->len - 12) << 32) | (uint32_t)epoch};
     for (int i = 0; i < 16; i++) prefix[i] = (unsigned char)(fields[i / 8] >> (8 * (7 - i % 8)));
@@ -391,7 +426,7 @@ static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned ch
     Py_DECREF(stored);
     if (appended < 0) return -1;
     part->base_offset = base;
-    return get_int64(part->log, s_log_start_offset, &part->log_start_offset) ? 0 : -1;
+    return get_int64(part->log, LOG_START_OFFSET, &part->log_start_offset) ? 0 : -1;
 }
 
 /* The journal's form of a Produce's facts: ((topic, (partition, ...)), ...), as facts.journal_about. */
@@ -483,7 +518,11 @@ static PyObject *produce_frame(PyObject *frame, int version, PyObject *topics, l
         Py_DECREF(answer);
         goto done;
     }
-    result = Py_BuildValue("(NnNO)", answer, counted, pairs, client_id);
+    PyObject *count = PyLong_FromSsize_t(counted);
+    result = count == NULL ? NULL : PyTuple_Pack(4, answer, count, pairs, client_id);
+    Py_DECREF(answer);
+    Py_XDECREF(count);
+    Py_DECREF(pairs);
     goto done;
 fallback:
     result = Py_NewRef(Py_None);

@@ -43,6 +43,7 @@ static const char *const ENTRY_NAMES[ENTRY_SLOTS] = {
     "seq", "time_ms", "broker", "connection", "client_id", "client_software", "api", "api_key", "version",
     "correlation_id", "_latency_ms", "_about", "_errors", "_faults", "outcome", "throttle_ms",
 };
+#define ENTRY_ABOUT 11 /* _about: the only slot that may hold a fresh tuple (errors and faults are () here) */
 static Py_ssize_t entry_offset[ENTRY_SLOTS];
 static PyTypeObject *entry_type = NULL, *journal_type = NULL;
 static PyObject *s_numbers, *s_entries, *zero = NULL;
@@ -89,6 +90,10 @@ static PyObject *setup_staging(PyObject *self, PyObject *args) {
 static PyObject *setup_journal(PyObject *self, PyObject *args) {
     PyObject *entry_cls, *journal_cls;
     if (!PyArg_ParseTuple(args, "OO!:setup_journal", &entry_cls, &PyType_Type, &journal_cls)) return NULL;
+    if (strcmp(ENTRY_NAMES[ENTRY_ABOUT], "_about") != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "ENTRY_ABOUT does not name _about");
+        return NULL;
+    }
     if (slot_offsets(entry_cls, ENTRY_NAMES, ENTRY_SLOTS, entry_offset) < 0 || intern(&s_numbers, "_numbers") ||
         intern(&s_entries, "_entries"))
         return NULL;
@@ -120,8 +125,7 @@ static int journal_answered(PyObject *journal, PyObject *values[ENTRY_SLOTS]) {
     }
     Py_XDECREF(seq);
     if (!failed) {
-        for (int i = 0; i < ENTRY_SLOTS; i++)
-            if (values[i] != NULL) untrack_tuples(values[i]);
+        untrack_tuples(values[ENTRY_ABOUT]);
         if (PyObject_GC_IsTracked(entry)) PyObject_GC_UnTrack(entry);
         PyObject *done = PyObject_CallMethodOneArg(ring, s_append, entry);
         failed = done == NULL;
@@ -319,7 +323,9 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
     if (cap_grow(sc, counted) < 0) return -1;
     if (pairs != Py_None) {
         PyObject *peer = PyObject_GetAttr(conn, s_peer), *software = PyObject_GetAttr(conn, s_client_software);
-        PyObject *about = Py_BuildValue("(O(OO))", produce_about, pairs, Py_None); /* the journal's frozen form */
+        PyObject *facts = PyTuple_Pack(2, pairs, Py_None);
+        PyObject *about = facts ? PyTuple_Pack(2, produce_about, facts) : NULL; /* the journal's frozen form */
+        Py_XDECREF(facts);
         double latency_ms = (monotonic_s() - started) * 1000.0;
         int failed = peer == NULL || software == NULL || about == NULL;
         if (!failed && entry_type != NULL && Py_IS_TYPE(sc->journal, journal_type)) {

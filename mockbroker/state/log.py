@@ -48,7 +48,11 @@ class ReadResult(Slotted):
 
 
 class PartitionLog:
-    """One partition: batches in offset order; the high watermark is the next offset."""
+    """One partition: batches in offset order; the high watermark is the next offset.  Slotted: the C
+    produce lane reads and writes these fields in place (``log_get``/``log_set`` in _producelane.c)."""
+
+    __slots__ = ("__weakref__", "_bases", "batches", "epoch_starts", "index", "leader", "leader_epoch", "listeners",
+                 "log_start_offset", "next_offset", "producers", "replicas", "size_bytes", "topic")
 
     def __init__(self, topic: str, index: int, leader: int, replicas: list[int]) -> None:
         self.topic = topic

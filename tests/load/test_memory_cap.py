@@ -176,7 +176,9 @@ def test_a_stored_batch_does_not_keep_a_larger_request_frame_alive() -> None:
         assert [p.error_code for p in answer.responses[0].partition_responses] == [0, 0]
 
         def frames() -> list[int]:
-            return [len(cluster.state.partition("two", p).batches[0].buffers[1].obj) for p in (0, 1)]
+            """Bytes each stored batch keeps alive: the frame a view is of, or its own copy (bytes)."""
+            kept = [cluster.state.partition("two", p).batches[0].buffers[1] for p in (0, 1)]
+            return [len(b.obj if isinstance(b, memoryview) else b) for b in kept]
 
         big_frame, small_frame = cluster.call(frames)
         assert big_frame >= 60_000  # most of the frame: stored without a copy
