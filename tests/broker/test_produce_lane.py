@@ -458,6 +458,53 @@ def _outcome(broker: Any, frame: bytes, borrow: str = "") -> Any:
     return None if result is None else b"".join(bytes(b) for b in result)
 
 
+class _Writes:
+    """A transport that keeps each write call's bytes apart."""
+
+    def __init__(self) -> None:
+        self.calls: list[bytes] = []
+
+    def write(self, data: Any) -> None:
+        self.calls.append(bytes(data))
+
+
+def _plain_produce(correlation_id: int, topic: str = "plain") -> bytes:
+    m = api.request_module(0)
+    body = m.ProduceRequest(acks=1, timeout_ms=1000, topic_data=[m.TopicProduceData(name=topic, partition_data=[
+        m.PartitionProduceData(index=0, records=rec.build_batch([(None, b"v%d" % correlation_id, [], NOW)]))])])
+    return api.to_bytes(api.encode_request(0, 9, correlation_id, body, "c"))
+
+
+@pytest.mark.parametrize("last", ["metadata", "refused", "none"])
+def test_the_answers_to_one_reads_frames_go_out_in_one_write(last: str) -> None:
+    """borrow() writes the answers of every Produce frame it took from one read together, in order,
+    before it returns (where dispatch takes over: a Metadata frame, or a Produce the lane refuses)."""
+    from mockbroker.server.connection import Connection
+
+    broker = _bare_broker()
+    broker.cluster.clock = ManualClock(NOW)
+    frames = [_plain_produce(c) for c in (1, 2, 3, 4)]
+    tail = {"metadata": api.to_bytes(api.encode_request(3, 1, 5, api.request_module(3).MetadataRequest(topics=None),
+                                                        "c")),
+            "refused": _plain_produce(5, topic="missing"), "none": b""}[last]
+    data = b"".join(frames) + tail
+    staging = bytearray(1 << 16)
+    staging[:len(data)] = data
+    conn = Connection(0, lambda c, f: None, 1 << 20, memoryview(staging))
+    conn.peer = "127.0.0.1:1"
+    conn.transport = written = _Writes()  # type: ignore[assignment]
+    done = produce_lane.borrow_function()(broker, conn, len(data))
+    taken = sum(len(f) for f in frames)
+    assert done == (~taken if last == "refused" else taken)
+    assert len(written.calls) == 1
+    out, ids = written.calls[0], []
+    while out:
+        size = struct.unpack_from(">i", out)[0]
+        ids.append(struct.unpack_from(">i", out, 4)[0])
+        out = out[4 + size:]
+    assert ids == [1, 2, 3, 4]
+
+
 def test_lane_and_handler_agree_on_damaged_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     """Damaged frames (bytes changed, cut, grown, lengths that lie) get the same answer, or the same
     closed connection, with the lane as without it, and leave the same state behind: the lane's C
