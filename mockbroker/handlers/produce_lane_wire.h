@@ -14,6 +14,28 @@
 
 static inline int has(Reader *r, Py_ssize_t n) { return r->len - r->pos >= n; }
 
+/* A request's topic names and client id, as str: the same few come in every request, so the last
+   RECENT_TEXTS decoded are kept and handed out again when the bytes are equal (no decode, no new str).
+   Bytes that are not UTF-8 are never kept: they raise as PyUnicode_DecodeUTF8 does. */
+#define RECENT_TEXTS 8
+static PyObject *recent_text[RECENT_TEXTS];
+static int recent_next = 0;
+
+static PyObject *decode_text(const unsigned char *bytes, Py_ssize_t n) {
+    for (int i = 0; i < RECENT_TEXTS && recent_text[i] != NULL; i++) {
+        PyObject *text = recent_text[i];
+        if (PyUnicode_IS_COMPACT_ASCII(text) && PyUnicode_GET_LENGTH(text) == n &&
+            memcmp(PyUnicode_DATA(text), bytes, (size_t)n) == 0)
+            return Py_NewRef(text);
+    }
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)bytes, n, NULL);
+    if (text != NULL && PyUnicode_IS_COMPACT_ASCII(text)) {
+        Py_XSETREF(recent_text[recent_next], Py_NewRef(text));
+        recent_next = (recent_next + 1) % RECENT_TEXTS;
+    }
+    return text;
+}
+
 /* ---- reading the request -------------------------------------------------------------------- */
 
 
@@ -75,7 +97,7 @@ static int read_body(Reader *r, Plan *p) {
         if (!read_size(r, 0, &n) || n < 0 || !has(r, n)) return 0;
         tp->name_pos = r->pos;
         tp->name_len = (Py_ssize_t)n;
-        tp->name = PyUnicode_DecodeUTF8((const char *)r->b + r->pos, tp->name_len, NULL);
+        tp->name = decode_text(r->b + r->pos, tp->name_len);
         if (tp->name == NULL) return 0;
         r->pos += tp->name_len;
         Py_ssize_t nparts;
@@ -113,7 +135,7 @@ static PyObject *read_client_id(Reader *r, int *ok) {
         return Py_NewRef(Py_None);
     }
     if (!has(r, n)) return NULL;
-    PyObject *id = PyUnicode_DecodeUTF8((const char *)r->b + r->pos, n, NULL);
+    PyObject *id = decode_text(r->b + r->pos, n);
     if (id == NULL) {
         PyErr_Clear();
         return NULL;

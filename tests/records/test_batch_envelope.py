@@ -132,3 +132,20 @@ def test_settings_the_c_check_cannot_take_fall_back_to_python() -> None:
     policy = Policy(max_message_bytes=1 << 70, compression="producer", log_append_time=False,
                     before_max_ms=1 << 50, after_max_ms=1 << 50, now_ms=NOW)  # past 64 bits: OverflowError in C
     assert [h.record_count for _b, h in validate_produce(batch, 9, policy)] == [1]
+
+
+def test_crcs_of_every_length_around_the_hardware_limit_agree() -> None:
+    """The envelope sums batches up to 4 KiB itself (the CPU's crc32 instruction) and hands longer ones
+    to the crc32c package: both agree with the package at every length mod 8 on either side of the
+    limit, and a flipped bit anywhere is caught."""
+    crc = crc32c_function()
+    base = len(rec.build_batch([(None, b"", [], NOW)]))
+    for target in [*range(60, 80), *range(4090, 4130), 9000]:  # bytes the CRC covers: len(batch) - 21
+        value = b"x" * max(0, target + 21 - base - 2)
+        batch = bytearray(rec.build_batch([(None, value, [], NOW)]))
+        assert crc(bytes(batch[21:])) == int.from_bytes(batch[17:21], "big")
+        assert speedups.batch_envelope(bytes(batch), 9, 1 << 20, crc) is not None, len(batch)
+        for at in (21, len(batch) // 2, len(batch) - 1):
+            batch[at] ^= 0x10
+            assert speedups.batch_envelope(bytes(batch), 9, 1 << 20, crc) is None, (len(batch), at)
+            batch[at] ^= 0x10
