@@ -195,7 +195,8 @@ static void scene_free(Scene *sc) {
     Py_CLEAR(sc->transport);
 }
 
-/* Write the held answers (in one buffer), unless the connection closed since they were made. */
+/* Write the held answers (in one buffer) and forget them, unless the connection closed since they
+   were made. */
 static int write_held(Scene *sc, PyObject *conn) {
     Py_ssize_t n = sc->held == NULL ? 0 : PyList_GET_SIZE(sc->held);
     if (n == 0) return 0;
@@ -216,7 +217,8 @@ static int write_held(Scene *sc, PyObject *conn) {
             at += PyByteArray_GET_SIZE(answer);
         }
     }
-    PyObject *done = PyObject_CallMethodOneArg(sc->transport, s_write, out);
+    PyObject *done = PyList_SetSlice(sc->held, 0, n, NULL) < 0 ? NULL
+                                                                : PyObject_CallMethodOneArg(sc->transport, s_write, out);
     Py_DECREF(out);
     Py_XDECREF(done);
     return done == NULL ? -1 : 0;
@@ -367,8 +369,8 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
         if (!failed && sc->held != NULL && PyByteArray_CheckExact(answer)) {
             Py_XSETREF(sc->transport, Py_NewRef(transport));
             failed = PyList_Append(sc->held, answer) < 0;
-        } else if (!failed) {
-            PyObject *done = PyObject_CallMethodOneArg(transport, s_write, answer);
+        } else if (!failed) { /* written at once, after what is held (the lane's answers are bytearrays) */
+            PyObject *done = write_held(sc, conn) < 0 ? NULL : PyObject_CallMethodOneArg(transport, s_write, answer);
             failed = done == NULL;
             Py_XDECREF(done);
         }

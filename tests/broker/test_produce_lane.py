@@ -12,7 +12,6 @@ a compression.type or retention.bytes, a full memory cap) and config changes bet
 
 from __future__ import annotations
 
-import gc
 import random
 import socket
 import struct
@@ -349,35 +348,6 @@ def test_real_clients_go_through_the_lane(monkeypatch: pytest.MonkeyPatch, idemp
     assert all((pid >= 0) == idempotent for pid in stored)
 
 
-@pytest.mark.parametrize("compression", ["none", "lz4"])
-def test_what_the_lane_keeps_is_out_of_the_cycle_collectors_sight(monkeypatch: pytest.MonkeyPatch,
-                                                                    compression: str) -> None:
-    """Stored batches, their buffers and journal entries the lane makes are untracked (none can be in a
-    cycle) and are freed by reference counting, through full collections, when the topic goes."""
-    counting = Counting(produce_lane._lane)
-    monkeypatch.setattr(produce_lane, "_lane", counting)
-    with MockCluster(brokers=1) as c:
-        c.create_topic("t", 2)
-        p = Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 2, "compression.type": compression})
-        for i in range(2000):
-            p.produce("t", value=b"v%d" % i, partition=i % 2)
-        assert p.flush(30) == 0
-        assert counting.taken > 0
-        batches = [b for log in c.state.topics["t"].partitions for b in log.batches]
-        entries = c.journal.entries(api="Produce")
-        assert batches and entries
-        assert not any(gc.is_tracked(b) or gc.is_tracked(b.buffers) for b in batches)
-        assert not any(gc.is_tracked(e) or gc.is_tracked(e._about) for e in entries)
-        assert sum(len(bytes(b.buffers[1])) + 16 for b in batches) == sum(b.size for b in batches)
-        del batches, entries
-        gc.collect()
-        c.state.delete_topic("t")
-        c.journal.clear()
-        gc.collect()
-        c.create_topic("t", 2)  # the broker goes on serving
-        assert p.produce("t", value=b"again") is None and p.flush(30) == 0
-
-
 def _bare_broker() -> Any:
     """A BrokerServer (not listening) over a fresh two-broker cluster state with the test's topics."""
     from mockbroker.server.broker import BrokerServer
@@ -456,53 +426,6 @@ def _outcome(broker: Any, frame: bytes, borrow: str = "") -> Any:
         return ("closed", str(exc))
     assert result is None or isinstance(result, list), result
     return None if result is None else b"".join(bytes(b) for b in result)
-
-
-class _Writes:
-    """A transport that keeps each write call's bytes apart."""
-
-    def __init__(self) -> None:
-        self.calls: list[bytes] = []
-
-    def write(self, data: Any) -> None:
-        self.calls.append(bytes(data))
-
-
-def _plain_produce(correlation_id: int, topic: str = "plain") -> bytes:
-    m = api.request_module(0)
-    body = m.ProduceRequest(acks=1, timeout_ms=1000, topic_data=[m.TopicProduceData(name=topic, partition_data=[
-        m.PartitionProduceData(index=0, records=rec.build_batch([(None, b"v%d" % correlation_id, [], NOW)]))])])
-    return api.to_bytes(api.encode_request(0, 9, correlation_id, body, "c"))
-
-
-@pytest.mark.parametrize("last", ["metadata", "refused", "none"])
-def test_the_answers_to_one_reads_frames_go_out_in_one_write(last: str) -> None:
-    """borrow() writes the answers of every Produce frame it took from one read together, in order,
-    before it returns (where dispatch takes over: a Metadata frame, or a Produce the lane refuses)."""
-    from mockbroker.server.connection import Connection
-
-    broker = _bare_broker()
-    broker.cluster.clock = ManualClock(NOW)
-    frames = [_plain_produce(c) for c in (1, 2, 3, 4)]
-    tail = {"metadata": api.to_bytes(api.encode_request(3, 1, 5, api.request_module(3).MetadataRequest(topics=None),
-                                                        "c")),
-            "refused": _plain_produce(5, topic="missing"), "none": b""}[last]
-    data = b"".join(frames) + tail
-    staging = bytearray(1 << 16)
-    staging[:len(data)] = data
-    conn = Connection(0, lambda c, f: None, 1 << 20, memoryview(staging))
-    conn.peer = "127.0.0.1:1"
-    conn.transport = written = _Writes()  # type: ignore[assignment]
-    done = produce_lane.borrow_function()(broker, conn, len(data))
-    taken = sum(len(f) for f in frames)
-    assert done == (~taken if last == "refused" else taken)
-    assert len(written.calls) == 1
-    out, ids = written.calls[0], []
-    while out:
-        size = struct.unpack_from(">i", out)[0]
-        ids.append(struct.unpack_from(">i", out, 4)[0])
-        out = out[4 + size:]
-    assert ids == [1, 2, 3, 4]
 
 
 def test_lane_and_handler_agree_on_damaged_frames(monkeypatch: pytest.MonkeyPatch) -> None:
