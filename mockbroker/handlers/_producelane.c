@@ -74,8 +74,6 @@ static int intern(PyObject **slot, const char *name) {
     return 0;
 }
 
-/* Where each named slot of ``cls`` lives (instances are then filled as the class's own __init__ would),
-   checking that the class has exactly these plain object slots. */
 /* Where a plain (object, writable) slot of ``type`` lives; -1 with TypeError when it has none. */
 static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
     PyObject *descr = PyDict_GetItemString(type->tp_dict, name);
@@ -91,6 +89,8 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
     return member->offset;
 }
 
+/* Where each named slot of ``cls`` lives (instances are then filled as the class's own __init__ would),
+   checking that the class has exactly these plain object slots. */
 static int slot_offsets(PyObject *cls, const char *const *names, int n, Py_ssize_t *offsets) {
     if (!PyType_Check(cls)) {
         PyErr_SetString(PyExc_TypeError, "expected a class with __slots__");
@@ -314,10 +314,9 @@ static void untrack(PyObject *obj) {
 /* The records a stored batch keeps (the batch after its 16-byte offset and length prefix): a slice of
    the frame, or a copy (bytes) when the batch is a small part of it (memory_cap.detached). */
 static PyObject *stored_view(PyObject *frame, Py_ssize_t frame_size, Part *part, const unsigned char *b) {
-    PyObject *view = frame_size > 2 * part->len + frame_slack
-                         ? PyBytes_FromStringAndSize((const char *)b + part->start + 16, part->len - 16)
-                         : PySequence_GetSlice(frame, part->start + 16, part->start + part->len);
-    return view;
+    return frame_size > 2 * part->len + frame_slack
+               ? PyBytes_FromStringAndSize((const char *)b + part->start + 16, part->len - 16)
+               : PySequence_GetSlice(frame, part->start + 16, part->start + part->len);
 }
 
 static PyObject *new_stored(Part *part, int64_t base, PyObject *buffers) {
