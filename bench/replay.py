@@ -37,6 +37,8 @@ from mockbroker.protocol import api
 
 CREATE_TOPICS = 19
 PRODUCE = 0
+# the broker settings the benchmark gives mockbroker (bench.peers.start_mockbroker)
+CONFIG_ARGS = [arg for kv in (*BROKER_CONFIG, f"num.partitions={PARTITIONS}") for arg in ("--config", kv)]
 
 LOADS: dict[str, Callable[[Peer], object]] = {
     "c100k": lambda peer: loads.produce_consume(peer, "c100k", 100_000, 100, 4),
@@ -120,9 +122,8 @@ def _recv(sock: socket.socket) -> bytes:
 
 def record(load: str) -> Recording:
     port, proxy_port = free_port(), free_port()
-    configs = [arg for kv in (*BROKER_CONFIG, f"num.partitions={PARTITIONS}") for arg in ("--config", kv)]
     proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "serve", "--port", str(port), "--log-level", "WARNING",
-                             "--advertised-listeners", f"PLAINTEXT://127.0.0.1:{proxy_port}", *configs],
+                             "--advertised-listeners", f"PLAINTEXT://127.0.0.1:{proxy_port}", *CONFIG_ARGS],
                             stdout=subprocess.PIPE, text=True)
     proc.stdout.readline()  # type: ignore[union-attr]
     proxy = _Proxy(proxy_port, port)
@@ -177,16 +178,16 @@ class Meter:
         dumps = sorted(Path("/tmp").glob(f"replay-callgrind.{self.pid}.*"), key=lambda p: p.stat().st_mtime)
         for line in dumps[-1].read_text().splitlines():
             if line.startswith("summary:"):
-                return sum(int(n) for n in line.split()[1:2])
+                return int(line.split()[1])
         raise RuntimeError(f"no summary in {dumps[-1]}")
 
 
 def start_tree(tree: str, prefix: list[str] | None = None) -> Peer:
     """mockbroker from the source tree ``tree`` (its C modules built in place), as the benchmark runs it."""
-    configs = [arg for kv in (*BROKER_CONFIG, f"num.partitions={PARTITIONS}") for arg in ("--config", kv)]
     env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()), MOCKBROKER_PURE_PYTHON="0")
     proc = subprocess.Popen([*(prefix or []), sys.executable, "-m", "mockbroker", "serve", "--port", "0",
-                             "--log-level", "WARNING", *configs], stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
+                             "--log-level", "WARNING", *CONFIG_ARGS],
+                            stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
     line = proc.stdout.readline().strip()  # type: ignore[union-attr]
     if not line.startswith("bootstrap.servers="):
         proc.kill()
@@ -209,7 +210,6 @@ def replay(rec: Recording, peer: Peer, window: int = 1, instructions: bool = Fal
         peer.create(name, partitions)
     host, port = peer.bootstrap.split(",")[0].rsplit(":", 1)
     sockets: dict[int, socket.socket] = {}
-    waiting: dict[int, int] = {}
     sent: dict[int, list[bytes]] = {}  # each connection's requests still waiting for their answers
     per_api: dict[str, int] = {}
     pid = peer.proc.pid
@@ -222,23 +222,21 @@ def replay(rec: Recording, peer: Peer, window: int = 1, instructions: bool = Fal
         if sock is None:
             sock = sockets[number] = socket.create_connection((host, int(port)), timeout=60)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            waiting[number] = 0
+            sent[number] = []
+        unanswered = sent[number]
         before = broker_cpu_ns(pid) if by_api else 0
-        if waiting[number] >= window:
-            _read_answer(sock, sent[number].pop(0))
-            waiting[number] -= 1
+        if len(unanswered) >= window:
+            _read_answer(sock, unanswered.pop(0))
         sock.sendall(frame)
         if _expects_answer(frame):
-            waiting[number] += 1
-            sent.setdefault(number, []).append(frame)
+            unanswered.append(frame)
         if by_api:
-            while waiting[number]:
-                _read_answer(sock, sent[number].pop(0))
-                waiting[number] -= 1
+            while unanswered:
+                _read_answer(sock, unanswered.pop(0))
             name = api.api_name(struct.unpack_from(">h", frame, 4)[0])
             per_api[name] = per_api.get(name, 0) + broker_cpu_ns(pid) - before
     for number, sock in sockets.items():
-        for _ in range(waiting[number]):
+        while sent[number]:
             _read_answer(sock, sent[number].pop(0))
     total = meter.read() - start
     for sock in sockets.values():
