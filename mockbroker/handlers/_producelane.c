@@ -302,11 +302,11 @@ static int get_int64(PyObject *log, int field, int64_t *out) {
     return ok;
 }
 
-/* A stored batch, its buffers tuple and its bytes hold only bytes, ints and each other, never a cycle:
-   the cycle collector need not walk them, and young collections stay short however many batches the
-   log holds.  (Only objects whose dealloc untracks through PyObject_GC_UnTrack, which checks first:
-   tuples and classes defined in Python.  A memoryview's dealloc unlinks itself unchecked, so a view of
-   a frame stays tracked.) */
+/* A stored batch, its buffers tuple and its bytes hold only bytes, ints and each other, never a cycle
+   (nor does a lane journal entry: produce_lane_staging.h): the cycle collector need not walk them, and
+   young collections stay short however many batches the log holds.  (Only objects whose dealloc
+   untracks through PyObject_GC_UnTrack, which checks first: tuples and classes defined in Python.  A
+   memoryview's dealloc unlinks itself unchecked, so a view of a frame stays tracked.) */
 static void untrack(PyObject *obj) {
     if (PyObject_GC_IsTracked(obj)) PyObject_GC_UnTrack(obj);
 }

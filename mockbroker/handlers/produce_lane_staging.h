@@ -43,8 +43,8 @@ static const char *const ENTRY_NAMES[ENTRY_SLOTS] = {
     "seq", "time_ms", "broker", "connection", "client_id", "client_software", "api", "api_key", "version",
     "correlation_id", "_latency_ms", "_about", "_errors", "_faults", "outcome", "throttle_ms",
 };
-#define ENTRY_ABOUT 11 /* _about: the only slot that may hold a fresh tuple (errors and faults are () here) */
 static Py_ssize_t entry_offset[ENTRY_SLOTS];
+static int entry_about = -1; /* _about's place: the only slot given a fresh tuple (errors and faults are ()) */
 static PyTypeObject *entry_type = NULL, *journal_type = NULL;
 static PyObject *s_numbers, *s_entries, *zero = NULL;
 static long long staging_count = 0;
@@ -90,10 +90,8 @@ static PyObject *setup_staging(PyObject *self, PyObject *args) {
 static PyObject *setup_journal(PyObject *self, PyObject *args) {
     PyObject *entry_cls, *journal_cls;
     if (!PyArg_ParseTuple(args, "OO!:setup_journal", &entry_cls, &PyType_Type, &journal_cls)) return NULL;
-    if (strcmp(ENTRY_NAMES[ENTRY_ABOUT], "_about") != 0) {
-        PyErr_SetString(PyExc_RuntimeError, "ENTRY_ABOUT does not name _about");
-        return NULL;
-    }
+    for (int i = 0; i < ENTRY_SLOTS; i++)
+        if (strcmp(ENTRY_NAMES[i], "_about") == 0) entry_about = i;
     if (slot_offsets(entry_cls, ENTRY_NAMES, ENTRY_SLOTS, entry_offset) < 0 || intern(&s_numbers, "_numbers") ||
         intern(&s_entries, "_entries"))
         return NULL;
@@ -125,8 +123,8 @@ static int journal_answered(PyObject *journal, PyObject *values[ENTRY_SLOTS]) {
     }
     Py_XDECREF(seq);
     if (!failed) {
-        untrack_tuples(values[ENTRY_ABOUT]);
-        if (PyObject_GC_IsTracked(entry)) PyObject_GC_UnTrack(entry);
+        untrack_tuples(values[entry_about]);
+        untrack(entry);
         PyObject *done = PyObject_CallMethodOneArg(ring, s_append, entry);
         failed = done == NULL;
         Py_XDECREF(done);
@@ -217,8 +215,8 @@ static int write_held(Scene *sc, PyObject *conn) {
             at += PyByteArray_GET_SIZE(answer);
         }
     }
-    PyObject *done = PyList_SetSlice(sc->held, 0, n, NULL) < 0 ? NULL
-                                                                : PyObject_CallMethodOneArg(sc->transport, s_write, out);
+    int forgotten = PyList_SetSlice(sc->held, 0, n, NULL);
+    PyObject *done = forgotten < 0 ? NULL : PyObject_CallMethodOneArg(sc->transport, s_write, out);
     Py_DECREF(out);
     Py_XDECREF(done);
     return done == NULL ? -1 : 0;
