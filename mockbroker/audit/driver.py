@@ -7,7 +7,9 @@
 The idempotent producers write to topic ``audit`` (read back read_uncommitted), the transactional
 ones to ``audit-txn`` (read back read_committed) and send offsets for ``audit-input`` to one group
 each.  Faults fire from the first record to the last acknowledgement (see mockbroker.audit.chaos),
-then stop, every broker comes back, and the topics are read back and checked.
+then stop, every broker comes back, and the topics are read back and checked.  Records the read-back
+missed are looked up in the still-running cluster (mockbroker.audit.explain) and the figures' notes
+say where the broker keeps them and what decided their fate.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockbroker.audit.chaos import Chaos, ChaosPlan
+from mockbroker.audit.explain import explain_missing
 from mockbroker.audit.figures import AuditFigures
 from mockbroker.audit.producers import (
     IdempotentLog,
@@ -28,7 +31,14 @@ from mockbroker.audit.producers import (
     confluent_transactional,
     kafka_python_idempotent,
 )
-from mockbroker.audit.readback import check_idempotent, check_transactional, committed_offsets, read_topic
+from mockbroker.audit.readback import (
+    check_idempotent,
+    check_transactional,
+    committed_offsets,
+    missed_acknowledged,
+    missed_committed,
+    read_topic,
+)
 
 TOPIC, TXN_TOPIC, INPUT_TOPIC = "audit", "audit-txn", "audit-input"
 
@@ -106,11 +116,14 @@ def run_audit(options: AuditOptions, progress: Callable[[str], None] | None = No
         figures.faults = chaos.counts()
         say("producers done: " + ", ".join(f"{e.name} {e.seconds:.1f} s" for e in [*idem, *txns]))
         say(f"produced in {time.perf_counter() - started:.1f} s; reading back")
-        check_idempotent(read_topic(bootstrap, TOPIC, options.partitions, "read_uncommitted"), idem, figures)
+        records = read_topic(bootstrap, TOPIC, options.partitions, "read_uncommitted")
+        check_idempotent(records, idem, figures)
+        figures.notes.extend(explain_missing(cluster, TOPIC, missed_acknowledged(records, idem)))
         if txns:
             offsets = committed_offsets(bootstrap, INPUT_TOPIC, groups)
-            check_transactional(read_topic(bootstrap, TXN_TOPIC, options.partitions, "read_committed"), txns,
-                                figures, offsets)
+            records = read_topic(bootstrap, TXN_TOPIC, options.partitions, "read_committed")
+            check_transactional(records, txns, figures, offsets)
+            figures.notes.extend(explain_missing(cluster, TXN_TOPIC, missed_committed(records, txns)))
             for entry in txns:
                 if entry.errors:
                     figures.notes.append(f"{entry.name}: {len(entry.errors)} errors met, e.g. {entry.errors[0]}")

@@ -109,6 +109,18 @@ def check_transactional(records: Records, logs: list[TxnLog], figures: AuditFigu
             figures.group_offsets_wrong += not offset_matches(entry, group_offsets.get(entry.name))
 
 
+def missed_acknowledged(records: Records, logs: list[IdempotentLog]) -> set[tuple[str, int]]:
+    """(producer, sequence) of each acknowledged idempotent record the read-back did not see."""
+    seen = {(producer, seq) for rows in records.values() for producer, seq, _txn in rows}
+    return {(e.name, seq) for e in logs for seq in e.acked if (e.name, seq) not in seen}
+
+
+def missed_committed(records: Records, logs: list[TxnLog]) -> set[tuple[str, int]]:
+    """(producer, sequence) of each record of a committed transaction the read-back did not see."""
+    seen = {(producer, seq) for rows in records.values() for producer, seq, _txn in rows}
+    return {(e.name, seq) for e in logs for txn in e.committed for seq in e.records[txn] if (e.name, seq) not in seen}
+
+
 def offset_matches(entry: TxnLog, offset: int | None) -> bool:
     """The group's committed offset is the one sent with the last committed transaction (or with a
     later in-doubt one, which may have committed)."""

@@ -81,6 +81,36 @@ def test_checks_count_aborted_records_seen_and_partial_transactions() -> None:
     assert offset_matches(entry, 3) and not offset_matches(entry, 2) and not offset_matches(entry, None)
 
 
+@pytest.mark.clients
+def test_a_failed_audit_says_where_the_broker_keeps_what_was_missed() -> None:
+    """explain_missing names the batch holding a missed record, the producer's marker after it and the
+    partition's watermarks, and says which missed records the log does not hold at all."""
+    from confluent_kafka import Producer
+
+    from mockbroker.audit.explain import explain_missing
+    from mockbroker.audit.producers import value
+    from mockbroker.cluster import MockCluster
+
+    with MockCluster(brokers=1, topics={"x": 1}) as cluster:
+        p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "t", "linger.ms": 0})
+        p.init_transactions(30)
+        for txn, commit in ((0, True), (1, False)):
+            p.begin_transaction()
+            for seq in range(txn * 3, txn * 3 + 3):
+                p.produce("x", value("t", seq, txn, 32), partition=0)
+            p.flush(30)
+            (p.commit_transaction if commit else p.abort_transaction)(30)
+        lines = explain_missing(cluster, "x", {("t", 1), ("t", 4), ("t", 99)})
+    text = "\n".join(lines)
+    assert "x-0 offsets 0-2: 1 missed (t seq 1..1)" in text and "next marker here: COMMIT at 3" in text, text
+    assert "x-0 offsets 4-6: 1 missed (t seq 4..4)" in text and "next marker here: ABORT at 7" in text, text
+    assert "aborted ranges covering it: ['4-7']" in text, text
+    assert "last stable offset 8, high watermark 8" in text, text
+    assert "1 missed record(s) are not in the log at all, e.g. [('t', 99)]" in text, text
+    assert "coordinator: t producer" in text and "state CompleteAbort" in text, text
+    assert explain_missing(cluster, "x", set()) == []
+
+
 @pytest.mark.slow
 @pytest.mark.clients
 def test_bench_entry_prints_the_figures_as_a_table_and_as_json() -> None:
