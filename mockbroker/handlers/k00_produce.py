@@ -56,7 +56,7 @@ from mockbroker.protocol.errors import error_name
 from mockbroker.server.connection import CloseConnection
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.memory_cap import detached
-from mockbroker.state.producer_state import last_sequence
+from mockbroker.state.producer_state import BatchMeta, last_sequence
 
 RESP = api.response_module(0)
 logger = logging.getLogger("mockbroker.produce")
@@ -114,17 +114,33 @@ def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryvie
         ctx.cluster.transactions.check_produce(pid, epoch, topic.name, log.index, ctx.api_version >= 12)
     duplicate = producers.duplicate_of(pid, epoch, first_seq, last_seq)
     if duplicate is not None:
-        logger.info("broker %s: %s-%s: batch %s..%s of producer %s epoch %s is a retry; answered with offset %s",
-                    ctx.broker_id, topic.name, log.index, first_seq, last_seq, pid, epoch, duplicate.first_offset)
+        if 0 <= duplicate.crc != header.crc:
+            _reused_sequences(ctx, topic, log, header, last_seq, duplicate)
+        else:
+            logger.info("broker %s: %s-%s: batch %s..%s of producer %s epoch %s is a retry; answered with offset %s",
+                        ctx.broker_id, topic.name, log.index, first_seq, last_seq, pid, epoch, duplicate.first_offset)
         return duplicate.first_offset
     producers.check_append(pid, epoch, first_seq, transactional, f"{topic.name}-{log.index}")
     ctx.cluster.memory_cap.admit(topic, log, len(batch))
     stored = stored_batch(detached(batch), log.next_offset, log.leader_epoch, header)
     producers.record_append(pid, epoch, first_seq, last_seq, stored.base_offset, stored.last_offset,
-                            header.max_timestamp, ctx.cluster.clock.now_ms(), transactional)
+                            header.max_timestamp, ctx.cluster.clock.now_ms(), transactional, header.crc)
     log.append(stored)
     ctx.cluster.memory_cap.appended(topic, log, retention_bytes)
     return stored.base_offset
+
+
+def _reused_sequences(ctx: Any, topic: Any, log: PartitionLog, header: Any, last_seq: int, stored: BatchMeta) -> None:
+    """A batch repeats the producer, epoch and sequence numbers of a stored batch but not its bytes: not
+    a retry but new records under old sequence numbers.  Kafka answers it as a duplicate (the stored
+    batch's offset, no error) and so does this broker, so its records are NOT stored; say so loudly.
+    librdkafka does this after abort_transaction() purges messages waiting to be retried that the
+    broker had already stored (it rewinds the partition's sequence over them)."""
+    logger.warning("broker %s: %s-%s: batch %s..%s of producer %s epoch %s repeats the sequence numbers of the "
+                   "batch at offset %s but not its bytes (CRC %08x, stored %08x): new records under reused "
+                   "sequence numbers, answered as a duplicate as Kafka does, so they are NOT stored",
+                   ctx.broker_id, topic.name, log.index, header.base_sequence, last_seq, header.producer_id,
+                   header.producer_epoch, stored.first_offset, header.crc, stored.crc)
 
 
 def _partition(ctx: Any, topic: Any, part: Any, acks: int, settings: tuple[Policy, int]) -> Any:

@@ -37,13 +37,14 @@ def last_sequence(first_sequence: int, record_count: int) -> int:
 
 
 class BatchMeta(Slotted):
-    __slots__ = ("first_offset", "first_seq", "last_offset", "last_seq")
+    __slots__ = ("crc", "first_offset", "first_seq", "last_offset", "last_seq")
 
-    def __init__(self, first_seq: int, last_seq: int, first_offset: int, last_offset: int) -> None:
+    def __init__(self, first_seq: int, last_seq: int, first_offset: int, last_offset: int, crc: int = -1) -> None:
         self.first_seq = first_seq
         self.last_seq = last_seq
         self.first_offset = first_offset
         self.last_offset = last_offset
+        self.crc = crc  # the client's CRC of the batch as it arrived (-1: not kept); a true retry repeats it
 
 
 class ProducerEntry(Slotted):
@@ -144,14 +145,14 @@ class PartitionProducers:
         return last_seq
 
     def record_append(self, pid: int, epoch: int, first_seq: int, last_seq: int, first_offset: int,
-                      last_offset: int, max_timestamp: int, now_ms: int, transactional: bool) -> None:
+                      last_offset: int, max_timestamp: int, now_ms: int, transactional: bool, crc: int = -1) -> None:
         entry = self.entries.get(pid)
         if entry is None:
             entry = self.entries[pid] = ProducerEntry(pid)
         if entry.epoch != epoch:
             entry.epoch = epoch
             entry.batches.clear()
-        entry.batches.append(BatchMeta(first_seq, last_seq, first_offset, last_offset))
+        entry.batches.append(BatchMeta(first_seq, last_seq, first_offset, last_offset, crc))
         entry.last_timestamp = max_timestamp
         entry.last_append_ms = now_ms
         if transactional and entry.txn_first_offset < 0:

@@ -171,3 +171,39 @@ def test_consume_transform_produce_is_exactly_once_across_a_crash() -> None:
         c2.close()
         got = read_all(cluster, "out", 3, "read_committed")
     assert sorted(v for values in got.values() for v in values) == out_expected
+
+
+def test_new_records_under_reused_sequences_are_named_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """librdkafka's abort_transaction() purges messages waiting to be retried and rewinds their
+    partition's sequence over them, even when the broker had already stored them (the answer was
+    lost).  The next transaction's records then repeat those sequence numbers: Kafka answers them as
+    a duplicate (the stored batch's offset, no error) and so does mockbroker, so they are not stored
+    although the commit succeeds.  The broker must say so: a repeated sequence range whose bytes
+    differ is logged as reused sequence numbers, not as a retry.  (Should the client stop reusing
+    sequence numbers, the records are read back instead, and this test still holds.)"""
+    caplog.set_level(logging.INFO, logger="mockbroker.produce")
+    with MockCluster(brokers=1, topics={"reuse": 1}) as cluster:
+        p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "reuse", "linger.ms": 0,
+                      "retry.backoff.ms": 2000, "retry.backoff.max.ms": 2000})  # the dropped batch waits to be retried
+        p.init_transactions(30)
+        for name, fault in (("first", False), ("aborted", True), ("last", False)):
+            p.begin_transaction()
+            rule = cluster.add_fault(api="Produce", action="drop_after", times=1) if fault else None
+            for i in range(3):
+                p.produce("reuse", f"{name}-{i}".encode())
+            if rule is None:
+                assert p.flush(10) == 0
+                p.commit_transaction(30)
+            else:
+                assert p.flush(0.5) == 3 and rule.hits == 1  # stored, answer lost, waiting for its retry
+                p.abort_transaction(30)
+        committed = read_all(cluster, "reuse", 1, "read_committed")[0]
+    assert committed[:3] == ["first-0", "first-1", "first-2"]
+    reuse_lines = [r.getMessage() for r in caplog.records if "reused sequence numbers" in r.getMessage()]
+    if committed[3:] != ["last-0", "last-1", "last-2"]:
+        assert committed[3:] == [], committed
+        assert len(reuse_lines) == 1, reuse_lines
+        assert "reuse-0: batch 3..5 of producer" in reuse_lines[0] and "so they are NOT stored" in reuse_lines[0]
+    else:
+        assert reuse_lines == []
+    assert not [r for r in caplog.records if "is a retry" in r.getMessage()]  # the rewound batch is no retry
