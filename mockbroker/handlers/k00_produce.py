@@ -115,7 +115,7 @@ def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryvie
     duplicate = producers.duplicate_of(pid, epoch, first_seq, last_seq)
     if duplicate is not None:
         if 0 <= duplicate.crc != header.crc:
-            _reused_sequences(ctx, topic, log, header, last_seq, duplicate)
+            _reused_sequences(ctx, topic, log, header, last_seq, duplicate)  # raises when set to reject them
         else:
             logger.info("broker %s: %s-%s: batch %s..%s of producer %s epoch %s is a retry; answered with offset %s",
                         ctx.broker_id, topic.name, log.index, first_seq, last_seq, pid, epoch, duplicate.first_offset)
@@ -133,9 +133,15 @@ def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryvie
 def _reused_sequences(ctx: Any, topic: Any, log: PartitionLog, header: Any, last_seq: int, stored: BatchMeta) -> None:
     """A batch repeats the producer, epoch and sequence numbers of a stored batch but not its bytes: not
     a retry but new records under old sequence numbers.  Kafka answers it as a duplicate (the stored
-    batch's offset, no error) and so does this broker, so its records are NOT stored; say so loudly.
-    librdkafka does this after abort_transaction() purges messages waiting to be retried that the
-    broker had already stored (it rewinds the partition's sequence over them)."""
+    batch's offset, no error) and so does this broker by default, so its records are NOT stored: say so
+    loudly.  With ``mock.produce.reused.sequences=reject`` it is refused with OUT_OF_ORDER_SEQUENCE_NUMBER
+    instead.  librdkafka does this after abort_transaction() purges messages waiting to be retried that
+    the broker had already stored (it rewinds the partition's sequence over them)."""
+    if ctx.cluster.config["mock.produce.reused.sequences"] == "reject":
+        raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                         f"batch {header.base_sequence}..{last_seq} of producer {header.producer_id} epoch "
+                         f"{header.producer_epoch} reuses the sequence numbers of the different batch at offset "
+                         f"{stored.first_offset} in {topic.name}-{log.index} (mock.produce.reused.sequences=reject)")
     logger.warning("broker %s: %s-%s: batch %s..%s of producer %s epoch %s repeats the sequence numbers of the "
                    "batch at offset %s but not its bytes (CRC %08x, stored %08x): new records under reused "
                    "sequence numbers, answered as a duplicate as Kafka does, so they are NOT stored",

@@ -49,6 +49,10 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     # mock only: "strict" checks produced batches as Kafka does; "envelope" skips the CRC, the
     # decompression and the per-record checks (mockbroker.batches), for speed over strictness
     "mock.produce.validation": ("strict", str),
+    # mock only: a batch repeating a stored batch's producer, epoch and sequence numbers but not its
+    # bytes: "duplicate" answers it as Kafka does (the stored batch's offset; its records are not
+    # stored), "reject" answers OUT_OF_ORDER_SEQUENCE_NUMBER so the client fails instead of losing them
+    "mock.produce.reused.sequences": ("duplicate", str),
     "max.incremental.fetch.session.cache.slots": (1000, int),
     # Kafka: 604800000 (7 days). The mock keeps data unless retention is asked for, so records
     # produced with fixed old timestamps (test fixtures) do not vanish at the first retention check
@@ -100,6 +104,7 @@ TOPIC_TO_BROKER = {
 COMPRESSION_TYPES = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 PRODUCE_VALIDATION = ("strict", "envelope")
+REUSED_SEQUENCES = ("duplicate", "reject")
 
 
 def _convert(name: str, value: Any, kind: type) -> Any:
@@ -125,6 +130,8 @@ def _check(name: str, value: Any) -> None:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}")
     if name == "mock.produce.validation" and value not in PRODUCE_VALIDATION:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}: one of {', '.join(PRODUCE_VALIDATION)}")
+    if name == "mock.produce.reused.sequences" and value not in REUSED_SEQUENCES:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}: one of {', '.join(REUSED_SEQUENCES)}")
     if name in ("quota.window.num", "quota.window.size.seconds") and value < 1:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} must be at least 1, got {value}")
 

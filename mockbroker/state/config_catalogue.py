@@ -202,6 +202,10 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "mock.journal.max.entries": _b(INT, "10000", "Mock: requests the journal keeps (0: off)."),
     "mock.produce.validation": _b(STRING, "strict", "Mock: strict (Kafka's checks of produced batches) or envelope "
                                   "(no CRC, decompression or per-record checks).", True),
+    "mock.produce.reused.sequences": _b(STRING, "duplicate", "Mock: a batch repeating a stored batch's sequence "
+                                        "numbers but not its bytes is answered as a duplicate (Kafka; its records "
+                                        "are not stored) or rejected with OUT_OF_ORDER_SEQUENCE_NUMBER (reject).",
+                                        True),
     "mock.log.max.total.bytes": _b(LONG, None, "Mock: memory cap on all stored record batches; produce beyond "
                                    "it gets KAFKA_STORAGE_ERROR (-1: none; default: half the memory).", True),
 }

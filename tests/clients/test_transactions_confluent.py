@@ -173,6 +173,30 @@ def test_consume_transform_produce_is_exactly_once_across_a_crash() -> None:
     assert sorted(v for values in got.values() for v in values) == out_expected
 
 
+def _three_transactions_around_a_purged_retry(cluster: MockCluster) -> tuple[list[str], KafkaException | None]:
+    """Commit, abort while a stored batch waits for its retry (answer dropped), commit: the records read
+    back read_committed, and the error the last commit raised (None when it succeeded)."""
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "reuse", "linger.ms": 0,
+                  "retry.backoff.ms": 2000, "retry.backoff.max.ms": 2000})  # the dropped batch waits to be retried
+    p.init_transactions(30)
+    failure = None
+    for name, fault in (("first", False), ("aborted", True), ("last", False)):
+        p.begin_transaction()
+        rule = cluster.add_fault(api="Produce", action="drop_after", times=1) if fault else None
+        for i in range(3):
+            p.produce("reuse", f"{name}-{i}".encode())
+        if rule is None:
+            try:
+                p.flush(10)  # raises too once the producer has met a fatal error
+                p.commit_transaction(30)
+            except KafkaException as exc:
+                failure = exc
+        else:
+            assert p.flush(0.5) == 3 and rule.hits == 1  # stored, answer lost, waiting for its retry
+            p.abort_transaction(30)
+    return read_all(cluster, "reuse", 1, "read_committed")[0], failure
+
+
 def test_new_records_under_reused_sequences_are_named_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
     """librdkafka's abort_transaction() purges messages waiting to be retried and rewinds their
     partition's sequence over them, even when the broker had already stored them (the answer was
@@ -183,22 +207,8 @@ def test_new_records_under_reused_sequences_are_named_in_the_log(caplog: pytest.
     sequence numbers, the records are read back instead, and this test still holds.)"""
     caplog.set_level(logging.INFO, logger="mockbroker.produce")
     with MockCluster(brokers=1, topics={"reuse": 1}) as cluster:
-        p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "reuse", "linger.ms": 0,
-                      "retry.backoff.ms": 2000, "retry.backoff.max.ms": 2000})  # the dropped batch waits to be retried
-        p.init_transactions(30)
-        for name, fault in (("first", False), ("aborted", True), ("last", False)):
-            p.begin_transaction()
-            rule = cluster.add_fault(api="Produce", action="drop_after", times=1) if fault else None
-            for i in range(3):
-                p.produce("reuse", f"{name}-{i}".encode())
-            if rule is None:
-                assert p.flush(10) == 0
-                p.commit_transaction(30)
-            else:
-                assert p.flush(0.5) == 3 and rule.hits == 1  # stored, answer lost, waiting for its retry
-                p.abort_transaction(30)
-        committed = read_all(cluster, "reuse", 1, "read_committed")[0]
-    assert committed[:3] == ["first-0", "first-1", "first-2"]
+        committed, failure = _three_transactions_around_a_purged_retry(cluster)
+    assert failure is None and committed[:3] == ["first-0", "first-1", "first-2"]
     reuse_lines = [r.getMessage() for r in caplog.records if "reused sequence numbers" in r.getMessage()]
     if committed[3:] != ["last-0", "last-1", "last-2"]:
         assert committed[3:] == [], committed
@@ -207,3 +217,18 @@ def test_new_records_under_reused_sequences_are_named_in_the_log(caplog: pytest.
     else:
         assert reuse_lines == []
     assert not [r for r in caplog.records if "is a retry" in r.getMessage()]  # the rewound batch is no retry
+
+
+def test_reused_sequences_can_be_rejected_so_the_commit_fails(caplog: pytest.LogCaptureFixture) -> None:
+    """mock.produce.reused.sequences=reject: the same batch gets OUT_OF_ORDER_SEQUENCE_NUMBER, so the
+    producer's commit fails instead of succeeding without its records."""
+    caplog.set_level(logging.INFO, logger="mockbroker.produce")
+    with MockCluster(brokers=1, topics={"reuse": 1}, config={"mock.produce.reused.sequences": "reject"}) as cluster:
+        committed, failure = _three_transactions_around_a_purged_retry(cluster)
+    assert committed == ["first-0", "first-1", "first-2"]
+    refused = [r.getMessage() for r in caplog.records if "reuses the sequence numbers" in r.getMessage()]
+    if refused:
+        assert failure is not None, "the commit succeeded although its batch was refused"
+        assert "OUT_OF_ORDER_SEQUENCE_NUMBER" in refused[0] and "offset 4 in reuse-0" in refused[0], refused
+    else:  # the client no longer reuses sequence numbers: nothing to refuse, and nothing lost
+        assert failure is None and committed[3:] == ["last-0", "last-1", "last-2"]
