@@ -411,10 +411,10 @@ static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned ch
     untrack(stored);
     if (part->producers != NULL) {  /* as the handler does: the producer's state first, then the log */
         PyObject *noted = PyObject_CallMethod(
-            part->producers, "record_append", "LiiiLLLLO", (long long)part->f.producer_id,
+            part->producers, "record_append", "LiiiLLLLOI", (long long)part->f.producer_id,
             (int)part->f.producer_epoch, (int)part->f.base_sequence, (int)part->last_seq, (long long)base,
             (long long)(base + part->f.last_offset_delta), (long long)part->f.max_timestamp, (long long)now_ms,
-            Py_False);
+            Py_False, (unsigned int)part->f.crc);  /* the CRC: a later batch with these sequences must repeat it */
         if (noted == NULL) {
             Py_DECREF(stored);
             return -1;

@@ -95,3 +95,22 @@ def test_the_answers_to_one_reads_frames_go_out_in_one_write(last: str) -> None:
         ids.append(struct.unpack_from(">i", out, 4)[0])
         out = out[4 + size:]
     assert ids == [1, 2, 3, 4]
+
+
+def test_the_lane_keeps_each_idempotent_batchs_crc_for_the_reuse_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The producer state remembers the CRC of every idempotent batch the lane stores, as the handler
+    does, so a later batch repeating its sequence numbers with other bytes is told apart from a retry."""
+    counting = Counting(produce_lane._lane)
+    monkeypatch.setattr(produce_lane, "_lane", counting)
+    with MockCluster(brokers=1) as c:
+        c.create_topic("t", 1)
+        p = Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 2, "enable.idempotence": True})
+        for i in range(300):
+            p.produce("t", value=b"v%d" % i)
+        assert p.flush(30) == 0
+        assert counting.taken > 0
+        log = c.state.topics["t"].partitions[0]
+        stored = {b.base_offset: struct.unpack_from(">I", b"".join(bytes(x) for x in b.buffers), 17)[0]
+                  for b in log.batches}
+        (entry,) = log.producers.entries.values()
+        assert entry.batches and all(meta.crc == stored[meta.first_offset] for meta in entry.batches)
