@@ -21,20 +21,27 @@ pytestmark = pytest.mark.skipif(not produce_lane.available(),
                                 reason="the C extension is not built (or MOCKBROKER_PURE_PYTHON is set)")
 
 
+def _through_the_lane(monkeypatch: pytest.MonkeyPatch, c: MockCluster, partitions: int, count: int,
+                      config: dict[str, Any]) -> Producer:
+    """``count`` records to a new topic ``t`` from confluent-kafka, which the lane (counted) must take."""
+    counting = Counting(produce_lane._lane)
+    monkeypatch.setattr(produce_lane, "_lane", counting)
+    c.create_topic("t", partitions)
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 2, **config})
+    for i in range(count):
+        p.produce("t", value=b"v%d" % i, partition=i % partitions)
+    assert p.flush(30) == 0
+    assert counting.taken > 0
+    return p
+
+
 @pytest.mark.parametrize("compression", ["none", "lz4"])
 def test_what_the_lane_keeps_is_out_of_the_cycle_collectors_sight(monkeypatch: pytest.MonkeyPatch,
                                                                     compression: str) -> None:
     """Stored batches, their buffers and journal entries the lane makes are untracked (none can be in a
     cycle) and are freed by reference counting, through full collections, when the topic goes."""
-    counting = Counting(produce_lane._lane)
-    monkeypatch.setattr(produce_lane, "_lane", counting)
     with MockCluster(brokers=1) as c:
-        c.create_topic("t", 2)
-        p = Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 2, "compression.type": compression})
-        for i in range(2000):
-            p.produce("t", value=b"v%d" % i, partition=i % 2)
-        assert p.flush(30) == 0
-        assert counting.taken > 0
+        p = _through_the_lane(monkeypatch, c, 2, 2000, {"compression.type": compression})
         batches = [b for log in c.state.topics["t"].partitions for b in log.batches]
         entries = c.journal.entries(api="Produce")
         assert batches and entries
@@ -100,15 +107,8 @@ def test_the_answers_to_one_reads_frames_go_out_in_one_write(last: str) -> None:
 def test_the_lane_keeps_each_idempotent_batchs_crc_for_the_reuse_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """The producer state remembers the CRC of every idempotent batch the lane stores, as the handler
     does, so a later batch repeating its sequence numbers with other bytes is told apart from a retry."""
-    counting = Counting(produce_lane._lane)
-    monkeypatch.setattr(produce_lane, "_lane", counting)
     with MockCluster(brokers=1) as c:
-        c.create_topic("t", 1)
-        p = Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 2, "enable.idempotence": True})
-        for i in range(300):
-            p.produce("t", value=b"v%d" % i)
-        assert p.flush(30) == 0
-        assert counting.taken > 0
+        _through_the_lane(monkeypatch, c, 1, 300, {"enable.idempotence": True})
         log = c.state.topics["t"].partitions[0]
         stored = {b.base_offset: struct.unpack_from(">I", b"".join(bytes(x) for x in b.buffers), 17)[0]
                   for b in log.batches}
