@@ -111,14 +111,18 @@ def check_transactional(records: Records, logs: list[TxnLog], figures: AuditFigu
 
 def missed_acknowledged(records: Records, logs: list[IdempotentLog]) -> set[tuple[str, int]]:
     """(producer, sequence) of each acknowledged idempotent record the read-back did not see."""
-    seen = {(producer, seq) for rows in records.values() for producer, seq, _txn in rows}
-    return {(e.name, seq) for e in logs for seq in e.acked if (e.name, seq) not in seen}
+    wanted = {(e.name, seq) for e in logs for seq in e.acked}
+    return wanted - _read(records)
 
 
 def missed_committed(records: Records, logs: list[TxnLog]) -> set[tuple[str, int]]:
     """(producer, sequence) of each record of a committed transaction the read-back did not see."""
-    seen = {(producer, seq) for rows in records.values() for producer, seq, _txn in rows}
-    return {(e.name, seq) for e in logs for txn in e.committed for seq in e.records[txn] if (e.name, seq) not in seen}
+    wanted = {(e.name, seq) for e in logs for txn in e.committed for seq in e.records[txn]}
+    return wanted - _read(records)
+
+
+def _read(records: Records) -> set[tuple[str, int]]:
+    return {(producer, seq) for rows in records.values() for producer, seq, _txn in rows}
 
 
 def offset_matches(entry: TxnLog, offset: int | None) -> bool:

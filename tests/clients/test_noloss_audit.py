@@ -17,7 +17,13 @@ import pytest
 
 from mockbroker.audit import AuditFigures, AuditOptions, ChaosPlan, run_audit
 from mockbroker.audit.producers import IdempotentLog, TxnLog
-from mockbroker.audit.readback import check_idempotent, check_transactional, offset_matches
+from mockbroker.audit.readback import (
+    check_idempotent,
+    check_transactional,
+    missed_acknowledged,
+    missed_committed,
+    offset_matches,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,6 +74,7 @@ def test_checks_count_lost_duplicated_and_reordered_records() -> None:
     assert (figures.produced, figures.acknowledged, figures.read) == (7, 7, 6)
     assert (figures.lost, figures.duplicated, figures.out_of_order) == (2, 1, 2)
     assert not figures.passed and "lost: 2" in figures.problems()
+    assert missed_acknowledged(records, [_idem("a", range(5)), _idem("b", range(2))]) == {("a", 4), ("b", 1)}
 
 
 def test_checks_count_aborted_records_seen_and_partial_transactions() -> None:
@@ -79,6 +86,7 @@ def test_checks_count_aborted_records_seen_and_partial_transactions() -> None:
     assert (figures.aborted_records, figures.aborted_seen, figures.partial_transactions) == (2, 1, 1)
     assert figures.group_offsets_wrong == 0 and not figures.passed
     assert offset_matches(entry, 3) and not offset_matches(entry, 2) and not offset_matches(entry, None)
+    assert missed_committed({0: [("t", 0, 0)]}, [entry]) == {("t", 1)}  # committed transaction 0 holds 0 and 1
 
 
 @pytest.mark.clients
