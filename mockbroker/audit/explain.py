@@ -11,18 +11,17 @@ and so is what the transaction coordinator holds for each transactional id invol
 
 from __future__ import annotations
 
-import struct
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.audit.producers import parse
-from mockbroker.records.batch import decode_batch
+from mockbroker.records.batch import CONTROL_ABORT, CONTROL_COMMIT, decode_batch, parse_control_record
 
 if TYPE_CHECKING:
     from mockbroker.cluster import MockCluster
 
 Key = tuple[str, int]  # (producer name, sequence number in its values)
-MARKER_TYPES = {0: "ABORT", 1: "COMMIT"}
+MARKER_TYPES = {CONTROL_ABORT: "ABORT", CONTROL_COMMIT: "COMMIT"}
 
 
 def explain_missing(cluster: MockCluster, topic: str, missing: set[Key], limit: int = 12) -> list[str]:
@@ -70,8 +69,7 @@ def _markers(log: Any) -> list[tuple[int, int, int, str]]:
         if not stored.is_control:
             continue
         header, records = decode_batch(b"".join(bytes(b) for b in stored.buffers), check_crc=False)
-        key = bytes(records[0].key or b"\0\0\0\0") if records else b"\0\0\0\0"
-        kind = MARKER_TYPES.get(struct.unpack_from(">h", key, 2)[0], "?")
+        kind = MARKER_TYPES.get(parse_control_record(records[0])[1], "?") if records else "?"
         out.append((stored.base_offset, header.producer_id, header.producer_epoch, kind))
     return out
 
