@@ -18,14 +18,17 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from mockbroker.faults import FaultRule, FaultSet, Journal
+from mockbroker.faults import FaultSet, Journal
 from mockbroker.server.broker import BrokerServer
 from mockbroker.server.security import Security
 from mockbroker.state import broker_actions
 from mockbroker.state.acls import AclBinding, acl
 from mockbroker.state.cluster import ClusterState, Topic
+
+if TYPE_CHECKING:
+    from mockbroker.faults.rules import FaultRule
 
 T = TypeVar("T")
 TICK_SECONDS = 0.1

@@ -1,6 +1,20 @@
-"""Failure injection and observation: fault rules, the request journal, and what a request is about."""
+"""Failure injection and observation: fault rules, the request journal, and what a request is about.
 
+``FaultRule``, ``rule_from_dict`` and ``ACTIONS`` load on first use (:mod:`mockbroker.faults.rules`
+imports ``random`` and dataclasses, which a broker without rules never needs).
+"""
+
+from typing import Any
+
+from mockbroker.faults.fault_set import FaultSet
 from mockbroker.faults.journal import Journal, JournalEntry
-from mockbroker.faults.rules import ACTIONS, FaultRule, FaultSet, rule_from_dict
 
 __all__ = ["ACTIONS", "FaultRule", "FaultSet", "Journal", "JournalEntry", "rule_from_dict"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ACTIONS", "FaultRule", "rule_from_dict"):
+        from mockbroker.faults import rules
+
+        return getattr(rules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

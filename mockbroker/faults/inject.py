@@ -12,14 +12,16 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.faults.facts import Facts
 from mockbroker.faults.responses import PARTITIONED, error_response, supports
-from mockbroker.faults.rules import FaultRule
 from mockbroker.handlers.registry import NO_RESPONSE
 from mockbroker.server.connection import CloseConnection
 from mockbroker.server.throttle import CLIENT_THROTTLING_FROM, throttled
+
+if TYPE_CHECKING:
+    from mockbroker.faults.rules import FaultRule
 
 __all__ = ["CLIENT_THROTTLING_FROM", "run"]
 

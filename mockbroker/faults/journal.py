@@ -10,7 +10,6 @@ Python (:meth:`Journal.entries`), export it as JSON lines, or read it over the H
 from __future__ import annotations
 
 import itertools
-import json
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
@@ -174,5 +173,7 @@ class Journal:
         self._entries.clear()
 
     def to_jsonl(self, entries: Iterable[JournalEntry] | None = None) -> str:
+        import json  # the control API's and tests' use only: not on the broker's start path
+
         return "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n"
                        for e in (self.entries() if entries is None else entries))

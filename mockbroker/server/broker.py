@@ -18,6 +18,7 @@ from mockbroker.handlers import produce_lane
 from mockbroker.server.connection import STAGING_BYTES, Connection
 from mockbroker.server.dispatch import dispatch
 from mockbroker.server.idle import sweep_forever
+from mockbroker.server.listen import bound_socket
 from mockbroker.server.listeners import ListenerSpec, broker_port
 
 if TYPE_CHECKING:
@@ -96,11 +97,20 @@ class BrokerServer:
             port = self.ports.get(spec.name) or (self.port if i == 0 and self.security is None
                                                  else broker_port(spec, self.node_id))
             context = self.security.ssl_context if self.security is not None and spec.uses_ssl else None
-            server = await loop.create_server(lambda s=spec: factory(s), spec.host, port, reuse_address=True,
-                                              ssl=context, backlog=backlog)
-            if receive_buffer > 0:
-                for sock in server.sockets:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+            bound = bound_socket(spec.host, port, receive_buffer)  # a literal address: bound here
+            if bound is not None:
+                try:
+                    server = await loop.create_server(lambda s=spec: factory(s), sock=bound, ssl=context,
+                                                      backlog=backlog)
+                except BaseException:
+                    bound.close()
+                    raise
+            else:
+                server = await loop.create_server(lambda s=spec: factory(s), spec.host, port, reuse_address=True,
+                                                  ssl=context, backlog=backlog)
+                if receive_buffer > 0:
+                    for sock in server.sockets:
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
             self.servers.append(server)
             self.ports[spec.name] = server.sockets[0].getsockname()[1]
             log.info("broker %s listening on %s:%s (%s, %s)", self.node_id, spec.host, self.ports[spec.name],

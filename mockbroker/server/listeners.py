@@ -14,9 +14,9 @@ on, so a client connected to the SASL port is only ever sent to SASL ports.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.plain import FrozenSlotted
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_LISTENER = "PLAINTEXT"
@@ -24,14 +24,16 @@ _LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:/]*):(\d+)$")
 WILDCARDS = ("0.0.0.0", "::", "")
 
 
-@dataclass(frozen=True)
-class ListenerSpec:
+class ListenerSpec(FrozenSlotted):
     """One listener of every broker: its name, security protocol and listen address."""
 
-    name: str
-    protocol: str
-    host: str
-    port: int  # 0: any free port; otherwise broker 0's port (broker n: port + n)
+    __slots__ = ("host", "name", "port", "protocol")
+
+    def __init__(self, name: str, protocol: str, host: str, port: int) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "protocol", protocol)
+        object.__setattr__(self, "host", host)
+        object.__setattr__(self, "port", port)  # 0: any free port; otherwise broker 0's (broker n: port + n)
 
     @property
     def uses_sasl(self) -> bool:

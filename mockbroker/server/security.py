@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from mockbroker.plain import Slotted
 from mockbroker.server.listeners import WILDCARDS, ListenerSpec, broker_port, parse_advertised, parse_listeners
 
 CLIENT_AUTH = ("none", "requested", "required")
@@ -24,13 +24,16 @@ _RFC2253_KEYWORDS = {"2.5.4.3", "2.5.4.6", "2.5.4.7", "2.5.4.8", "2.5.4.10", "2.
                      "0.9.2342.19200300.100.1.25", "0.9.2342.19200300.100.1.1"}  # CN C L ST O OU STREET DC UID
 
 
-@dataclass
-class Security:
+class Security(Slotted):
     """What every broker of a cluster listens on and with which TLS settings."""
 
-    listeners: list[ListenerSpec]
-    advertised: dict[str, tuple[str, int]] = field(default_factory=dict)
-    ssl_context: ssl.SSLContext | None = None
+    __slots__ = ("advertised", "listeners", "ssl_context")
+
+    def __init__(self, listeners: list[ListenerSpec], advertised: dict[str, tuple[str, int]] | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        self.listeners = listeners
+        self.advertised: dict[str, tuple[str, int]] = {} if advertised is None else advertised
+        self.ssl_context = ssl_context
 
     @classmethod
     def from_options(cls, config: Mapping[str, Any], host: str, port: int, *,

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.faults.fault_set import FaultSet
 from mockbroker.faults.journal import Journal
-from mockbroker.faults.rules import FaultSet
+from mockbroker.plain import Slotted
 from mockbroker.state.acls import Authorizer
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
@@ -60,31 +60,37 @@ KAFKA_TOPIC_CONFIGS: dict[str, type] = {
 _CLEANUP_POLICIES = ("delete", "compact")
 
 
-@dataclass
-class BrokerInfo:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-    # listener name -> advertised (host, port); host/port above are the first listener's
-    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+class BrokerInfo(Slotted):
+    __slots__ = ("endpoints", "host", "node_id", "port", "rack")
+
+    def __init__(self, node_id: int, host: str, port: int, rack: str | None = None,
+                 endpoints: dict[str, tuple[str, int]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        # listener name -> advertised (host, port); host/port above are the first listener's
+        self.endpoints: dict[str, tuple[str, int]] = {} if endpoints is None else endpoints
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """(host, port) clients of ``listener`` are told to use (Kafka answers per listener)."""
         return self.endpoints.get(listener, (self.host, self.port))
 
 
-@dataclass
-class Topic:
-    name: str
-    topic_id: bytes
-    partitions: list[PartitionLog]
-    config: TopicConfig
-    is_internal: bool = False
-    replication_factor: int = 1
-    # what handlers keep between requests about this topic: encoded answers, settings read from its configs
-    # (opaque here; gone with the topic)
-    answer_cache: dict[str, Any] = field(default_factory=dict)
+class Topic(Slotted):
+    __slots__ = ("answer_cache", "config", "is_internal", "name", "partitions", "replication_factor", "topic_id")
+
+    def __init__(self, name: str, topic_id: bytes, partitions: list[PartitionLog], config: TopicConfig,
+                 is_internal: bool = False, replication_factor: int = 1) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.partitions = partitions
+        self.config = config
+        self.is_internal = is_internal
+        self.replication_factor = replication_factor
+        # what handlers keep between requests about this topic: encoded answers, settings read from its
+        # configs (opaque here; gone with the topic)
+        self.answer_cache: dict[str, Any] = {}
 
 
 def validate_topic_name(name: str) -> None:

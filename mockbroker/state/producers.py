@@ -6,12 +6,14 @@ partition knows about a producer lives in :mod:`mockbroker.state.producer_state`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from mockbroker.plain import Slotted
 
 
-@dataclass
-class ProducerRegistry:
-    next_id: int = 1000
+class ProducerRegistry(Slotted):
+    __slots__ = ("next_id",)
+
+    def __init__(self, next_id: int = 1000) -> None:
+        self.next_id = next_id
 
     def new_id(self) -> int:
         pid = self.next_id

@@ -3,6 +3,7 @@ DescribeCluster answer with the endpoints of the listener the request came in on
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from mockbroker.cluster import MockCluster
 from mockbroker.errors import KafkaError
 from mockbroker.protocol import api
+from mockbroker.server.listen import bound_socket, literal_family
 from mockbroker.server.listeners import parse_listeners
 from tests.broker.wire import WireClient
 
@@ -132,3 +134,37 @@ def test_bad_listener_configs_are_refused(listeners: str, mapping: str | None, m
 def test_an_ssl_listener_without_a_certificate_is_refused() -> None:
     with pytest.raises(ValueError, match="needs a certificate"):
         MockCluster(listeners="SSL://127.0.0.1:0")
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def test_literal_addresses_are_bound_here_and_host_names_left_to_the_loop() -> None:
+    assert literal_family("127.0.0.1") == socket.AF_INET and literal_family("::1") == socket.AF_INET6
+    assert literal_family("localhost") is None and literal_family("") is None
+    sock = bound_socket("127.0.0.1", 0, 1 << 17)
+    assert sock is not None
+    with sock:
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR) == 1
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 1 << 17  # Linux doubles what is asked
+        sock.listen()
+        taken = sock.getsockname()[1]
+        with pytest.raises(OSError, match=rf"error while attempting to bind on address \('127.0.0.1', {taken}\)"):
+            bound_socket("127.0.0.1", taken, 0)
+    assert bound_socket("localhost", 0, 0) is None
+
+
+@pytest.mark.parametrize("host", ["localhost", pytest.param("::1", marks=pytest.mark.skipif(
+    not _has_ipv6_loopback(), reason="this machine has no IPv6 loopback address"))])
+def test_listeners_on_a_host_name_and_an_ipv6_address_answer(host: str) -> None:
+    with MockCluster(host=host, port=0, topics={"orders": 2}) as c:
+        port = c.server(0).port
+        with WireClient(port, host=host) as w:
+            resp = w.call(3, 12, MD.MetadataRequest(topics=None))
+    assert [t.name for t in resp.topics] == ["orders"] and resp.brokers[0].port == port

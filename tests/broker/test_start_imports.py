@@ -3,8 +3,11 @@
 Process start to the first Metadata answer is a benchmark target (<= 150 ms); Python's and asyncio's
 own imports take most of it.  Libraries only some brokers need load on first use: the compression
 codecs (first compressed batch), hashlib/hmac (first SASL user), uuid (the broker makes its ids from
-os.urandom); so do the group and transaction coordinators, SASL users, log directories,
-reassignments, dynamic config layers, fetch sessions and the legacy message formats.  (pathlib is left
+os.urandom); fault rules (random, dataclasses: the first rule added), json (the journal's first
+export); so do the group and transaction coordinators, SASL users, log directories, reassignments,
+dynamic config layers, fetch sessions and the legacy message formats.  argparse is told the
+terminal's width (else it imports shutil, with bz2 and lzma), and listening sockets for literal
+addresses are bound without the idna codec.  (pathlib is left
 out: setuptools' default editable-install finder imports it at interpreter start; `make` installs
 without it.)  The first Produce loads the crc32c package's extension module without the package's
 ``__init__``, which imports importlib.metadata (~15 ms the first produce waited for).
@@ -33,7 +36,8 @@ NOT_FOR_METADATA = ("cramjam", "lz4.frame", "zstandard", "hashlib", "hmac", "uui
                     "mockbroker.state.groups", "mockbroker.state.consumer_groups", "mockbroker.state.transactions",
                     "mockbroker.state.credentials", "mockbroker.state.reassignments", "mockbroker.state.log_admin",
                     "mockbroker.state.config_admin", "mockbroker.state.fetch_sessions", "mockbroker.records.legacy",
-                    "mockbroker.records.convert")
+                    "mockbroker.records.convert",
+                    "mockbroker.faults.rules", "random", "dataclasses", "json", "shutil", "encodings.idna")
 NOT_FOR_PRODUCE = ("crc32c", "importlib.metadata", "cramjam", "lz4.frame", "zstandard", "hashlib", "uuid")
 
 
