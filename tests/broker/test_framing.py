@@ -69,6 +69,20 @@ def test_the_c_reader_is_built() -> None:
     assert Connection.get_buffer is connection_module._Reader.get_buffer
 
 
+@pytest.mark.skipif(connection_module._Reader is connection_module.PyReader,
+                    reason="the C reader is not in use (MOCKBROKER_PURE_PYTHON set, or not built)")
+def test_large_frames_below_a_mebibyte_are_read_into_the_c_readers_buffers() -> None:
+    """Not zero-filled (the frame overwrites all of it before it is handled: the tests above check
+    every byte), a plain bytearray of exactly the frame's size."""
+    from mockbroker.server import _reading
+
+    assert connection_module._new_frame is _reading.frame_buffer
+    for size in (LARGE_FRAME + 1, 200_000, connection_module.MMAP_FRAME - 1):
+        buf = connection_module._frame_buffer(size)
+        assert type(buf) is bytearray and len(buf) == size
+        buf[-1:] = b"x"  # writable to its last byte
+
+
 def _connection(shared: memoryview, seen: list[bytes], limit: int = 10 * 2**20,
                 cls: type = Connection) -> Connection:
     conn = cls(0, lambda c, frame: seen.append(bytes(frame)), limit, shared)
