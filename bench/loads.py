@@ -82,6 +82,11 @@ def produce_consume(peer: Peer, topic: str, records: int, size: int, partitions:
     return produce_s, _consume(peer, f"{topic}-read", records, partitions)
 
 
+def consume_again(peer: Peer, topic: str, records: int, partitions: int) -> float:
+    """Seconds to read what :func:`produce_consume` for ``topic`` filled, once more (a fresh consumer)."""
+    return _consume(peer, f"{topic}-read", records, partitions)
+
+
 def fill_identical(peer: Peer, topic: str, records: int, size: int, partitions: int,
                    compression: str = "none") -> None:
     """``records`` in batches of CONSUME_BATCH per partition (a long linger fills each batch), untimed."""

@@ -53,10 +53,13 @@ def markdown(doc: dict[str, Any]) -> str:
     brokers: list[str] = doc["brokers"]
     peers = [b for b in brokers if not b.startswith("mockbroker")]
     results = doc["results"]
+    samples = f"{_samples_word(doc.get('short_samples', 2))} samples each for the 100k loads"
+    if doc.get("c1m_reads"):
+        samples += f", {_samples_word(doc['c1m_reads'])} for the 1M lz4 consume"
     lines = [
         f"Measured {doc['date']} on {doc['machine']}; median of {doc['repeat']} repetitions "
-        f"({_samples_word(doc.get('short_samples', 2))} samples each for the 100k loads); "
-        f"`make bench` regenerates this table and [the chart](bench/results.png).  "
+        f"({samples}); "
+        "`make bench` regenerates this table and [the chart](bench/results.png).  "
         "The ratio columns are mockbroker's cost over the peer's (time, or 1/rate for MB/s and GB/s rows): "
         "**<= 1.00 means mockbroker is at least as fast**; in brackets, the middle half of the ratios of the "
         "samples taken in the same repetition (a range that holds 1.00 is a tie on this machine).",

@@ -126,6 +126,10 @@ Load = tuple[str, tuple[str, ...], "str | None", Callable[[Peer], Any]]
 # the 100k loads take a fraction of a second and vary most (this VM's fast and slow spells split their
 # samples into two groups): several samples per repetition, so each median rests on more of them
 SHORT_SAMPLES = 4
+# the 1M lz4 consume is the client's (librdkafka decompressing, the Python loop taking a million
+# messages: the broker answers a few fetches and long polls) and its samples fall into two groups ~0.5 s
+# apart on every broker: the topic is read again this many more times per repetition
+C1M_REREADS = 2
 
 
 def round_loads(scale: Scale, i: int) -> list[Load]:
@@ -143,6 +147,9 @@ def round_loads(scale: Scale, i: int) -> list[Load]:
         *short,
         ("confluent 1M", ("c1m_produce", "c1m_consume"), "cpu_c1m",
          lambda peer: loads.produce_consume(peer, f"c1m-{i}", scale.big_records, 100, 16, "lz4")),
+        *[(f"confluent 1M, read again #{n}", ("c1m_consume",), None,
+           lambda peer: loads.consume_again(peer, f"c1m-{i}", scale.big_records, 16))
+          for n in range(1, C1M_REREADS + 1)],
         ("1 MiB messages", ("big_produce", "big_consume", "raw_fetch"), "cpu_big",
          lambda peer: loads.large_messages(peer, f"big-{i}", scale.large_count, min(64, scale.large_count))),
         ("latency", ("lat_p50", "lat_p99"), "cpu_lat",
@@ -294,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         return 0
     document: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d"), "repeat": repeat, "short_samples": SHORT_SAMPLES, "machine": _machine(),
+        "date": time.strftime("%Y-%m-%d"), "repeat": repeat, "short_samples": SHORT_SAMPLES,
+        "c1m_reads": 1 + C1M_REREADS, "machine": _machine(),
         "brokers": brokers, "not_measured": failed, "results": results, "samples": samples,
     }
     args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
