@@ -106,3 +106,30 @@ def test_overlong_two_byte_varints_read_alike() -> None:
     base = rec.parse_batch_header(good).base_timestamp
     assert c_clean(memoryview(bad), 1, base, None, None, False)
     assert python_clean(memoryview(bad), 1, base, None, None, False)
+
+
+@pytest.mark.parametrize("keys", [False, True])
+def test_the_usual_fields_read_alike_past_sixty_four_records(keys: bool) -> None:
+    """C matches a one-byte offset delta, a null key and no headers as bytes before its general reads:
+    70 records (offset deltas of one and two bytes), null keys refused where keys are needed."""
+    batch = rec.build_batch([(None, b"v" * 100, [], NOW + i) for i in range(70)])
+    view = memoryview(batch)
+    base = rec.parse_batch_header(batch).base_timestamp
+    assert c_clean(view, 70, base, NOW - 5, NOW + 100, keys) == python_clean(view, 70, base, NOW - 5, NOW + 100,
+                                                                             keys) == (not keys)
+
+
+@pytest.mark.parametrize(("at", "overlong"), [(3, b"\x80\x00"), (4, b"\x81\x00")])
+def test_overlong_offset_deltas_and_null_keys_read_alike(at: int, overlong: bytes) -> None:
+    """A record's offset delta (0) or null key (-1) written as an overlong two-byte varint: not the usual
+    bytes, so C takes its general read, which accepts it as Kafka's ByteUtils does."""
+    good = rec.build_batch([(None, b"", [], NOW)])
+    record = good[HEADER_SIZE:]  # length 6, attributes, timestamp delta, offset delta, key, value, headers
+    assert record == bytes([12, 0, 0, 0, 1, 0, 0])
+    bad = good[:HEADER_SIZE] + bytes([14]) + record[1:at] + overlong + record[at + 1:]
+    base = rec.parse_batch_header(good).base_timestamp
+    assert c_clean(memoryview(bad), 1, base, None, None, False)
+    assert python_clean(memoryview(bad), 1, base, None, None, False)
+    extra = bad[:HEADER_SIZE] + bytes([16]) + bad[HEADER_SIZE + 1:] + b"\x00"  # a byte past no headers
+    assert not c_clean(memoryview(extra), 1, base, None, None, False)
+    assert not python_clean(memoryview(extra), 1, base, None, None, False)
