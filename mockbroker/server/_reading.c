@@ -16,6 +16,7 @@
 #include <structmember.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     PyObject_HEAD
@@ -296,7 +297,12 @@ static PyObject *frame_buffer(PyObject *module, PyObject *arg) {
     PyObject *buf = PyByteArray_FromStringAndSize(NULL, size);
     if (buf == NULL) return NULL;
 #ifdef MADV_POPULATE_WRITE
-    uintptr_t at = (uintptr_t)PyByteArray_AS_STRING(buf), page = 4096;
+    static uintptr_t page = 0;
+    if (page == 0) {
+        long size_of_page = sysconf(_SC_PAGESIZE);
+        page = size_of_page > 0 ? (uintptr_t)size_of_page : 4096;
+    }
+    uintptr_t at = (uintptr_t)PyByteArray_AS_STRING(buf);
     uintptr_t start = (at + page - 1) & ~(page - 1), stop = (at + (uintptr_t)size) & ~(page - 1);
     if (stop > start) (void)madvise((void *)start, stop - start, MADV_POPULATE_WRITE); /* a hint: errors ignored */
 #endif
