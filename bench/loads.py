@@ -340,13 +340,14 @@ def rss_per_connection(peer: Peer, connections: int = 1000) -> float:
             socks.append(sock)
         time.sleep(0.5)
 
+    measured = max(connections // 2, 1)
     try:
-        open_more(connections - connections // 2)
+        open_more(connections - measured)
         half = peer.rss_bytes()
-        open_more(connections // 2)
+        open_more(measured)
         after = peer.rss_bytes()
     finally:
         for sock in socks:
             sock.close()
-    return (after - half) / (connections // 2) / 1024
+    return (after - half) / measured / 1024
 

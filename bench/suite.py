@@ -176,9 +176,7 @@ def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: 
             print(f"repetition {i + 1} of {repeat} ...", file=sys.stderr, flush=True)
             # each repetition starts with the next broker: whatever the load before leaves behind (a
             # peer still busy, the page cache) falls on every broker in turn, not always on the first
-            order = list(running.items())
-            shift = i % max(len(order), 1)
-            order = order[shift:] + order[:shift]
+            order = _rotated(list(running.items()), i)
             for what, keys, cpu_key, load in round_loads(scale, i):
                 for name, peer in order:
                     if not _measures(name, keys[0]):
@@ -194,9 +192,8 @@ def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: 
     finally:
         for peer in running.values():
             peer.stop()
-    for name, start in chosen:
-        if name not in running or not _measures(name, "rss_conn"):
-            continue
+    fresh = [(name, start) for name, start in chosen if name in running and _measures(name, "rss_conn")]
+    for name, start in fresh:
         peer = start()  # memory on a fresh process
         try:
             rec.attempt(name, "idle connections", ("rss_conn",),
@@ -208,11 +205,15 @@ def measure(chosen: list[tuple[str, Callable[[], Peer]]], scale: Scale, repeat: 
     # start times interleaved, each round starting with the next broker: measured broker after broker,
     # a spell of the machine's fell on one broker's starts alone (one run: 150-166 ms for mockbroker's
     # seven, then 82-89 for the mock's, where interleaved starts a minute later gave 94 and 80)
-    starters = [(name, start) for name, start in chosen if name in running and _measures(name, "rss_conn")]
     for i in range(repeat):
-        shift = i % max(len(starters), 1)
-        for name, start in starters[shift:] + starters[:shift]:
+        for name, start in _rotated(fresh, i):
             rec.attempt(name, "start", ("start",), lambda start=start: loads.start_to_metadata(start))
+
+
+def _rotated(items: list[Any], i: int) -> list[Any]:
+    """``items`` starting at position i (modulo their count): repetition i starts with the next one."""
+    shift = i % max(len(items), 1)
+    return items[shift:] + items[:shift]
 
 
 def _with_cpu(rec: Recorder, broker: str, cpu_key: str | None, load: Callable[[Peer], Any]) -> Callable[[Peer], Any]:
