@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml setup.py mockbroker/records/_speedups.c mockb
 		mockbroker/protocol/_fastproduce.c mockbroker/protocol/wire_reader.h mockbroker/handlers/_producelane.c \
 		mockbroker/handlers/produce_lane_wire.h \
 		mockbroker/handlers/produce_lane_staging.h mockbroker/records/lz4_frames.h \
-		mockbroker/server/_reading.c | $(BIN)/python
+		mockbroker/server/_reading.c mockbroker/server/frame_arena.h | $(BIN)/python
 	$(call EDITABLE,'.[test]')
 	$(BIN)/python -m compileall -q mockbroker bench >/dev/null  # bytecode for fast starts, even with PYTHONDONTWRITEBYTECODE
 	$(BIN)/python -c "from mockbroker.records.check import SPEEDUPS; print('C extension:', 'built' if SPEEDUPS else 'not built: pure Python')"

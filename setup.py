@@ -40,6 +40,7 @@ setup(
         Extension(
             "mockbroker.server._reading",
             sources=["mockbroker/server/_reading.c"],
+            depends=["mockbroker/server/frame_arena.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -6,16 +6,23 @@
    produce_lane.py for the list) and otherwise answers None *before changing anything*: the generated
    codec and the Produce handler then run and decide, name and log whatever is unusual.
 
-   setup(StoredBatch, batch_overhead, frame_slack, settings_key, PartitionLog)
+   setup(StoredBatch, batch_overhead, frame_slack, frame_share, settings_key, PartitionLog)
        Once: where StoredBatch's slots live, memory_cap's BATCH_OVERHEAD and FRAME_SLACK, the
        answer_cache key under which produce_lane.py keeps each topic's lane settings, and the log class
        whose append the lane does itself (log_append; any other class's append is called).
+
+   setup_frames(frame_buffer, large_frame)
+       Once: connection._frame_buffer and LARGE_FRAME.  A frame above large_frame bytes that lies in the
+       staging buffer is copied whole into a buffer of its own (in huge pages where it can:
+       mockbroker/server/frame_arena.h) once its batches are sure to be appended, and stored from
+       there as the connection stores a large frame it read into its own buffer.
 
    produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,
            journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)
        ``frame`` is the request without its size prefix (a memoryview).  (The staging way calls
        produce_frame() with ``borrowed``: the frame lies in the connection's staging buffer, which is
-       reused, so every stored batch is a copy and nothing keeps a view of it.)  A Topic: its lane
+       reused, so nothing keeps a view of it: a small frame's stored batches are copies, a large one
+       is copied whole first, see setup_frames.)  A Topic: its lane
        settings are missing or stale (produce_lane.py stores them and calls again).  Otherwise the batches are
        appended (StoredBatch objects, as PartitionLog.append appends them: log_append; fetch waiters woken;
        an idempotent batch's sequence is asked of PartitionProducers.admits before anything is
@@ -49,7 +56,7 @@ static const char *const STORED_NAMES[STORED_SLOTS] = {
 
 static PyTypeObject *stored_type = NULL;
 static Py_ssize_t stored_offset[STORED_SLOTS];
-static Py_ssize_t batch_overhead = 0, frame_slack = 0;
+static Py_ssize_t batch_overhead = 0, frame_slack = 0, frame_share = 1;
 static PyObject *settings_key = NULL;
 static PyObject *s_answer_cache, *s_config, *s_generation, *s_partitions, *s_append;
 static PyTypeObject *partition_log_type = NULL;
@@ -124,8 +131,9 @@ static int log_set(PyObject *log, int field, PyObject *value) {
 
 static PyObject *setup(PyObject *self, PyObject *args) {
     PyObject *cls, *key, *log_cls;
-    Py_ssize_t overhead, slack;
-    if (!PyArg_ParseTuple(args, "OnnUO!:setup", &cls, &overhead, &slack, &key, &PyType_Type, &log_cls)) return NULL;
+    Py_ssize_t overhead, slack, share;
+    if (!PyArg_ParseTuple(args, "OnnnUO!:setup", &cls, &overhead, &slack, &share, &key, &PyType_Type, &log_cls))
+        return NULL;
     if (slot_offsets(cls, STORED_NAMES, STORED_SLOTS, stored_offset) < 0) return NULL;
     if (intern(&s_answer_cache, "answer_cache") || intern(&s_config, "config") ||
         intern(&s_generation, "_generation") || intern(&s_partitions, "partitions") || intern(&s_append, "append"))
@@ -143,6 +151,7 @@ static PyObject *setup(PyObject *self, PyObject *args) {
     Py_XSETREF(settings_key, Py_NewRef(key));
     batch_overhead = overhead;
     frame_slack = slack;
+    frame_share = share > 0 ? share : 1;
     Py_RETURN_NONE;
 }
 
@@ -312,11 +321,46 @@ static void untrack(PyObject *obj) {
 }
 
 /* The records a stored batch keeps (the batch after its 16-byte offset and length prefix): a slice of
-   the frame, or a copy (bytes) when the batch is a small part of it (memory_cap.detached). */
-static PyObject *stored_view(PyObject *frame, Py_ssize_t frame_size, Part *part, const unsigned char *b) {
-    return frame_size > 2 * part->len + frame_slack
-               ? PyBytes_FromStringAndSize((const char *)b + part->start + 16, part->len - 16)
-               : PySequence_GetSlice(frame, part->start + 16, part->start + part->len);
+   the frame, or a copy (bytes).  The lane stores every batch of a request or none, so the batches
+   stored from a frame (``stored``, all of them) share it when together they are most of it and this
+   one is not a sliver of it (memory_cap.shares_frame); borrowed frames (``frame_size`` huge) never. */
+static PyObject *stored_view(PyObject *frame, Py_ssize_t frame_size, Py_ssize_t stored, Part *part,
+                             const unsigned char *b) {
+    int copy = frame_size > 2 * stored + frame_slack || frame_size > frame_share * part->len + frame_slack;
+    return copy ? PyBytes_FromStringAndSize((const char *)b + part->start + 16, part->len - 16)
+                : PySequence_GetSlice(frame, part->start + 16, part->start + part->len);
+}
+
+static PyObject *frame_buffer_fn = NULL; /* connection._frame_buffer, from setup_frames */
+static Py_ssize_t large_frame = PY_SSIZE_T_MAX; /* connection.LARGE_FRAME, from setup_frames */
+
+static PyObject *setup_frames(PyObject *self, PyObject *args) {
+    PyObject *fn;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "On:setup_frames", &fn, &size)) return NULL;
+    Py_XSETREF(frame_buffer_fn, Py_NewRef(fn));
+    large_frame = size;
+    Py_RETURN_NONE;
+}
+
+/* A memoryview of a buffer of its own (frame_buffer_fn's) holding the ``size`` bytes at ``at``. */
+static PyObject *own_frame(const unsigned char *at, Py_ssize_t size) {
+    PyObject *length = PyLong_FromSsize_t(size);
+    PyObject *own = length == NULL ? NULL : PyObject_CallOneArg(frame_buffer_fn, length);
+    Py_XDECREF(length);
+    if (own == NULL) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(own, &view, PyBUF_WRITABLE) < 0) {
+        Py_DECREF(own);
+        return NULL;
+    }
+    int fits = view.len == size;
+    if (fits) memcpy(view.buf, at, (size_t)size);
+    PyBuffer_Release(&view);
+    PyObject *frame = fits ? PyMemoryView_FromObject(own) : NULL;
+    if (!fits) PyErr_SetString(PyExc_ValueError, "frame_buffer(size) gave a buffer of another size");
+    Py_DECREF(own);
+    return frame;
 }
 
 static PyObject *new_stored(Part *part, int64_t base, PyObject *buffers) {
@@ -387,13 +431,14 @@ static int log_append(PyObject *log, PyObject *stored, int64_t last_offset, Py_s
     return 0;
 }
 
-static int append_part(PyObject *frame, Py_ssize_t frame_size, const unsigned char *b, Part *part, int64_t now_ms) {
+static int append_part(PyObject *frame, Py_ssize_t frame_size, Py_ssize_t shared, const unsigned char *b, Part *part,
+                       int64_t now_ms) {
     int64_t base, epoch;
     if (!get_int64(part->log, LOG_NEXT_OFFSET, &base) || !get_int64(part->log, LOG_LEADER_EPOCH, &epoch)) return -1;
     unsigned char prefix[16];
     uint64_t fields[2] = {(uint64_t)base, ((uint64_t)(uint32_t)(part->len - 12) << 32) | (uint32_t)epoch};
     for (int i = 0; i < 16; i++) prefix[i] = (unsigned char)(fields[i / 8] >> (8 * (7 - i % 8)));
-    PyObject *view = stored_view(frame, frame_size, part, b);
+    PyObject *view = stored_view(frame, frame_size, shared, part, b);
     if (view == NULL) return -1;
     PyObject *head = PyBytes_FromStringAndSize((const char *)prefix, 16);
     if (head == NULL) {
@@ -471,7 +516,7 @@ static PyObject *produce_frame(PyObject *frame, int version, PyObject *topics, l
     if (!ok) Py_RETURN_NONE;
     r.flexible = version >= 9;
     Plan plan = {NULL, NULL, 0, 0};
-    PyObject *result = NULL;
+    PyObject *result = NULL, *own = NULL;
     if (!no_tags(&r) || !read_body(&r, &plan)) {  /* header tags, or a body of another shape */
         if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError)) PyErr_Clear();
         goto fallback;
@@ -503,13 +548,22 @@ static PyObject *produce_frame(PyObject *frame, int version, PyObject *topics, l
         }
     }
     if (cap_room >= 0 && counted > cap_room) goto fallback;  /* memory_cap decides, in Python */
+    if (borrowed && buffer->len > large_frame && frame_buffer_fn != NULL) {  /* see setup_frames */
+        own = own_frame(b, buffer->len);
+        if (own == NULL) goto done;
+        frame = own;
+        buffer = PyMemoryView_GET_BUFFER(own);
+        b = (const unsigned char *)buffer->buf;
+        borrowed = 0;
+    }
     Py_ssize_t frame_size = borrowed ? PY_SSIZE_T_MAX / 4 : PyObject_Length(buffer->obj);  /* borrowed: copy all */
     if (frame_size < 0) {  /* no length: never copied (memory_cap.detached) */
         PyErr_Clear();
         frame_size = 0;
     }
+    Py_ssize_t stored = counted - plan.nparts * batch_overhead;  /* the batches' bytes, all stored */
     for (Py_ssize_t i = 0; i < plan.nparts; i++)
-        if (append_part(frame, frame_size, b, &plan.parts[i], now_ms) < 0) goto done;
+        if (append_part(frame, frame_size, stored, b, &plan.parts[i], now_ms) < 0) goto done;
     PyObject *answer = encode_answer(b, &plan, version);
     if (answer == NULL) goto done;
     PyObject *pairs = journal ? journal_pairs(&plan) : Py_NewRef(Py_None);
@@ -528,6 +582,7 @@ fallback:
 done:
     plan_free(&plan);
     Py_XDECREF(client_id);
+    Py_XDECREF(own);
     return result;
 }
 
@@ -561,7 +616,8 @@ static PyObject *lz4_taken(PyObject *self, PyObject *unused) { return PyLong_Fro
 #include "produce_lane_staging.h"
 
 static PyMethodDef methods[] = {
-    {"setup", setup, METH_VARARGS, "setup(StoredBatch, batch_overhead, frame_slack, settings_key, PartitionLog)."},
+    {"setup_frames", setup_frames, METH_VARARGS, "setup_frames(frame_buffer, large_frame)."},
+    {"setup", setup, METH_VARARGS, "setup(StoredBatch, batch_overhead, frame_slack, frame_share, settings_key, PartitionLog)."},
     STAGING_METHODS
     {"setup_lz4", setup_lz4, METH_O, "setup_lz4(cap) -> bool: lz4 batches through the system's liblz4."},
     {"lz4_taken", lz4_taken, METH_NOARGS, "lz4_taken() -> how many lz4 frames were decompressed in C."},

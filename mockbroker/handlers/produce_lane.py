@@ -41,7 +41,7 @@ from mockbroker.faults.journal import PRODUCE_ABOUT, Journal, JournalEntry
 from mockbroker.records.batch import crc32c_function
 from mockbroker.state.cluster import Topic
 from mockbroker.state.log import PartitionLog, StoredBatch
-from mockbroker.state.memory_cap import BATCH_OVERHEAD, FRAME_SLACK, TOTAL_CAP
+from mockbroker.state.memory_cap import BATCH_OVERHEAD, FRAME_SHARE, FRAME_SLACK, TOTAL_CAP
 
 SETTINGS_KEY = "produce lane"  # in Topic.answer_cache: see lane_settings
 MAX_REFRESHES = 8  # settings computed per request at most (one per topic named, on first use or after a change)
@@ -53,7 +53,7 @@ if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     except ImportError:  # built without a C compiler: every Produce takes the handler
         _lane = None
     else:
-        _lane.setup(StoredBatch, BATCH_OVERHEAD, FRAME_SLACK, SETTINGS_KEY, PartitionLog)
+        _lane.setup(StoredBatch, BATCH_OVERHEAD, FRAME_SLACK, FRAME_SHARE, SETTINGS_KEY, PartitionLog)
 
 
 _decompress: Any = None  # batches.decompressed, loaded with the first Produce (start time)
@@ -136,3 +136,6 @@ if _lane is not None:
     _lane.setup_staging(lane_settings, PRODUCE_ABOUT, TOTAL_CAP, SystemClock, crc32c_function, _load_decompress,
                         MAX_REFRESHES)
     _lane.setup_journal(JournalEntry, Journal)
+    from mockbroker.server.connection import LARGE_FRAME, _frame_buffer
+
+    _lane.setup_frames(_frame_buffer, LARGE_FRAME)

@@ -50,7 +50,6 @@ static PyObject *s_numbers, *s_entries, *zero = NULL;
 static long long staging_count = 0;
 
 static int max_refreshes = 0; /* produce_lane.MAX_REFRESHES, from setup_staging */
-
 static double monotonic_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts); /* time.monotonic() and time.perf_counter() on Linux */

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frame_arena.h"
+
 typedef struct {
     PyObject_HEAD
     PyObject *staging;    /* _staging: the memoryview the broker's connections share */
@@ -285,33 +287,47 @@ static PyObject *set_limits(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* frame_buffer(size): a bytearray of ``size`` bytes, not zero-filled, whose whole pages are made present
-   and writable in one call (MADV_POPULATE_WRITE, Linux 5.14+; elsewhere they fault in as recv writes).
-   For a large frame read into its own buffer: bytearray(size) writes every byte once more before recv
-   does, and faults its pages in one by one; for the 128 KiB produce requests librdkafka sends for 100 B
-   records this takes about a tenth off the broker's CPU.  Its old contents are never seen: a frame is
-   handled only once recv has filled all of it. */
-static PyObject *frame_buffer(PyObject *module, PyObject *arg) {
-    Py_ssize_t size = PyLong_AsSsize_t(arg);
-    if (size == -1 && PyErr_Occurred()) return NULL;
-    PyObject *buf = PyByteArray_FromStringAndSize(NULL, size);
-    if (buf == NULL) return NULL;
+/* The pages under [at, at + size) present and writable in one call (MADV_POPULATE_WRITE, Linux 5.14+;
+   elsewhere they fault in as recv writes): ``outward`` takes the partial pages at either end too. */
+static void populate(char *at, Py_ssize_t size, int outward) {
 #ifdef MADV_POPULATE_WRITE
     static uintptr_t page = 0;
     if (page == 0) {
         long size_of_page = sysconf(_SC_PAGESIZE);
         page = size_of_page > 0 ? (uintptr_t)size_of_page : 4096;
     }
-    uintptr_t at = (uintptr_t)PyByteArray_AS_STRING(buf);
-    uintptr_t start = (at + page - 1) & ~(page - 1), stop = (at + (uintptr_t)size) & ~(page - 1);
+    uintptr_t from = (uintptr_t)at, to = (uintptr_t)at + (uintptr_t)size;
+    uintptr_t start = outward ? from & ~(page - 1) : (from + page - 1) & ~(page - 1);
+    uintptr_t stop = outward ? (to + page - 1) & ~(page - 1) : to & ~(page - 1);
     if (stop > start) (void)madvise((void *)start, stop - start, MADV_POPULATE_WRITE); /* a hint: errors ignored */
+#else
+    (void)at, (void)size, (void)outward;
 #endif
+}
+
+/* frame_buffer(size): a buffer of ``size`` bytes for one large frame, not zero-filled, its pages present:
+   an ArenaFrame in huge pages (frame_arena.h), or else a bytearray.  bytearray(size) would write every
+   byte once more before recv does and fault its pages in one by one; for the 128 KiB produce requests
+   librdkafka sends for 100 B records that took about a tenth off the broker's CPU, huge pages a third
+   more.  Its old contents are never seen: a frame is handled only once recv has filled all of it. */
+static PyObject *frame_buffer(PyObject *module, PyObject *arg) {
+    Py_ssize_t size = PyLong_AsSsize_t(arg);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    PyObject *buf = arena_frame(size);
+    if (buf != NULL) {
+        populate(((ArenaFrame *)buf)->buf, size, 1);
+        return buf;
+    }
+    buf = PyByteArray_FromStringAndSize(NULL, size);
+    if (buf == NULL) return NULL;
+    populate(PyByteArray_AS_STRING(buf), size, 0);
     return buf;
 }
 
 static PyMethodDef module_methods[] = {
     {"set_limits", set_limits, METH_VARARGS, "set_limits(max_queued_frames, no_frame)."},
-    {"frame_buffer", frame_buffer, METH_O, "frame_buffer(size) -> a bytearray, not zero-filled, its pages present."},
+    {"use_arenas", use_arenas, METH_O, "use_arenas(flag) -> the setting before: 1 huge-page arenas, 0 never, -1 as THP is set."},
+    {"frame_buffer", frame_buffer, METH_O, "frame_buffer(size) -> an ArenaFrame or a bytearray, not zero-filled, its pages present."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -329,10 +345,12 @@ PyMODINIT_FUNC PyInit__reading(void) {
         (empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         return NULL;
     no_frame = Py_NewRef(empty_bytes); /* until set_limits */
-    if (PyType_Ready(&ReaderType) < 0) return NULL;
+    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&ArenaFrameType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0) {
+    if (PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0 ||
+        PyModule_AddObjectRef(m, "ArenaFrame", (PyObject *)&ArenaFrameType) < 0 ||
+        PyModule_AddIntConstant(m, "ARENA_FRAME_MAX", ARENA_FRAME_MAX) < 0) {
         Py_DECREF(m);
         return NULL;
     }

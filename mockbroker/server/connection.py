@@ -47,15 +47,15 @@ _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 MMAP_FRAME = 1024 * 1024  # frames this large get pages the kernel maps in one call (no per-page faults)
 
 
-# a bytearray for a large frame: zero-filled (its pages fault in before recv), or with the C reader
-# _reading.frame_buffer's, not zero-filled, its pages made present in one call
+# a buffer for a large frame: a zero-filled bytearray (its pages fault in before recv), or with the C
+# reader _reading.frame_buffer's, not zero-filled, its pages present: in huge pages where it can
 _new_frame: Callable[[int], bytearray] = bytearray
 
 
 def _frame_buffer(size: int) -> bytearray | mmap.mmap:
     """A buffer for one large frame whose pages exist before the socket writes into it: faulting
     them in one by one inside recv is the slowest way (perf: the kernel's page-fault path dominated)."""
-    if size >= MMAP_FRAME and _POPULATE:
+    if size >= MMAP_FRAME and _POPULATE and _new_frame is bytearray:
         try:
             return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _POPULATE)
         except OSError:  # out of mappings (vm.max_map_count): the plain way still works
@@ -138,6 +138,30 @@ class PyReader(asyncio.BufferedProtocol):
             self._process()
 
 
+def _huge_pages_pay(balloons: str = "/sys/bus/virtio/drivers/virtio_balloon") -> bool:
+    """Whether large frames go in huge pages (mockbroker/server/frame_arena.h): MOCKBROKER_HUGE_PAGES=1
+    or 0 decides; otherwise yes, unless the kernel hands free memory back to a hypervisor in 2 MiB
+    blocks (virtio-balloon free page reporting, as on Firecracker VMs).  There a huge page comes back
+    unbacked and its first touch costs the host a fault per 4 KiB: 22 MB kept in huge pages took
+    30 ms of CPU, in small pages 10, in huge pages the host still backed 2.5."""
+    chosen = os.environ.get("MOCKBROKER_HUGE_PAGES", "")
+    if chosen in ("0", "1"):
+        return chosen == "1"
+    try:
+        devices = [name for name in os.listdir(balloons) if name.startswith("virtio")]
+    except OSError:
+        return True
+    for name in devices:
+        try:
+            with open(f"{balloons}/{name}/features") as features:
+                bits = features.read()
+        except OSError:
+            continue
+        if bits[5:6] == "1":  # VIRTIO_BALLOON_F_REPORTING
+            return False
+    return True
+
+
 _Reader: type = PyReader
 if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
@@ -148,6 +172,8 @@ if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
         _reading.set_limits(MAX_QUEUED_FRAMES, _NO_FRAME)
         _Reader = _reading.Reader
         _new_frame = _reading.frame_buffer
+        if not _huge_pages_pay():
+            _reading.use_arenas(0)
 
 
 class ConnectionMethods:

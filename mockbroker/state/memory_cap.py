@@ -22,8 +22,14 @@ whatever the pace of the retention check (state/retention.py, every
   half of the machine's memory (or of the cgroup's limit, when lower), read when the mock starts.
   It is a dynamic broker config (IncrementalAlterConfigs / AlterConfigs change it at run time).
 
-A stored batch that is a small part of a produce request frame is copied out of it (``detached``),
-so what the caps count is what memory holds.
+Stored batches are views of their produce request's frame while the frame holds little else
+(``shares_frame``): a batch that is a small part of a frame is copied out of it (``detached``), so
+what the caps count is about what memory holds.  The batches of one request for several partitions
+share the frame when together they are most of it (the C produce lane stores all of a request's
+batches or none), and the frame lives as long as the last of them: deleting one partition's data
+(retention, DeleteRecords) while another's batches from the same requests stay frees less than it
+deleted, at most ``FRAME_SHARE`` times the bytes that stay.  Large frames sit in huge-page arenas
+(mockbroker/server/frame_arena.h) that go back to the kernel a 2 MiB page at a time.
 
 Acknowledged data is never removed by the caps except through the topic's own retention.
 """
@@ -48,6 +54,7 @@ TOTAL_CAP = "mock.log.max.total.bytes"
 BATCH_OVERHEAD = 512  # bytes a stored batch costs beyond its own (its objects and buffer views)
 PARTITION_SLACK = 1024 * 1024  # at least this much above retention.bytes before an append trims at once
 FRAME_SLACK = 4096  # bytes of a request frame a stored batch may keep alive beyond twice its own size
+FRAME_SHARE = 16  # a batch under 1/16 of its request frame is copied out, whatever else the frame stores
 RETENTION_RETRY_S = 0.2  # at most one extra retention pass this often while the global cap bites
 RECOUNT_S = 1.0  # the tick's full recount (it walks every partition) runs at most this often
 
@@ -78,18 +85,26 @@ def stored_bytes(log: PartitionLog) -> int:
     return log.size_bytes + BATCH_OVERHEAD * len(log.batches)
 
 
+def shares_frame(frame_size: int, batch_size: int, stored: int) -> bool:
+    """Whether a batch of ``batch_size`` bytes stays a view of its request frame of ``frame_size``
+    bytes, from which ``stored`` bytes of batches (this one's included) are stored: when together
+    they are most of the frame (it may hold about ``FRAME_SLACK`` bytes beyond twice them) and this
+    one is at least 1/``FRAME_SHARE`` of it.  The C produce lane applies the same rule."""
+    return frame_size <= 2 * stored + FRAME_SLACK and frame_size <= FRAME_SHARE * batch_size + FRAME_SLACK
+
+
 def detached(batch: memoryview) -> memoryview:
     """``batch`` itself, or a copy when it is a small part of a larger request frame: a stored batch
     keeps its frame alive, so without the copy one partition's batch of a produce request for many
     partitions would keep the others' bytes in memory after retention deleted them, uncounted by the
     caps. Batches that are most of their frame (the common single-partition or 1 MiB case) stay
-    zero-copy; the frame may hold at most about ``FRAME_SLACK`` bytes beyond twice the batch."""
+    zero-copy.  The handler decides batch by batch, so only the batch itself counts as stored."""
     frame = batch.obj
     try:
         frame_size = len(frame)  # type: ignore[arg-type]
     except TypeError:
         return batch
-    if frame_size > 2 * len(batch) + FRAME_SLACK:
+    if not shares_frame(frame_size, len(batch), len(batch)):
         return memoryview(bytes(batch))
     return batch
 

@@ -15,6 +15,7 @@ import asyncio
 import os
 import random
 import struct
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,16 +72,37 @@ def test_the_c_reader_is_built() -> None:
 
 @pytest.mark.skipif(connection_module._Reader is connection_module.PyReader,
                     reason="the C reader is not in use (MOCKBROKER_PURE_PYTHON set, or not built)")
-def test_large_frames_below_a_mebibyte_are_read_into_the_c_readers_buffers() -> None:
+def test_large_frames_are_read_into_the_c_readers_buffers() -> None:
     """Not zero-filled (the frame overwrites all of it before it is handled: the tests above check
-    every byte), a plain bytearray of exactly the frame's size."""
+    every byte), exactly the frame's size: an arena frame in huge pages up to ARENA_FRAME_MAX where
+    transparent huge pages are on (tests/broker/test_frame_arena.py), else a plain bytearray."""
     from mockbroker.server import _reading
 
     assert connection_module._new_frame is _reading.frame_buffer
-    for size in (LARGE_FRAME + 1, 200_000, connection_module.MMAP_FRAME - 1):
+    for size in (LARGE_FRAME + 1, 200_000, connection_module.MMAP_FRAME - 1, _reading.ARENA_FRAME_MAX + 1):
         buf = connection_module._frame_buffer(size)
-        assert type(buf) is bytearray and len(buf) == size
-        buf[-1:] = b"x"  # writable to its last byte
+        assert type(buf) in (bytearray, _reading.ArenaFrame) and len(buf) == size
+        assert type(buf) is bytearray or size <= _reading.ARENA_FRAME_MAX
+        view = memoryview(buf)
+        view[-1:] = b"x"  # writable to its last byte
+        assert view[-1] == ord("x") and view.nbytes == size
+
+
+def test_huge_pages_are_off_where_free_memory_goes_back_to_a_hypervisor(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    balloon = tmp_path / "virtio3"
+    balloon.mkdir()
+    (balloon / "features").write_text("0110010" + "0" * 57 + "\n")  # bit 5: free page reporting
+    monkeypatch.delenv("MOCKBROKER_HUGE_PAGES", raising=False)
+    assert connection_module._huge_pages_pay(str(tmp_path)) is False
+    (balloon / "features").write_text("0110000" + "0" * 57 + "\n")
+    assert connection_module._huge_pages_pay(str(tmp_path)) is True
+    assert connection_module._huge_pages_pay(str(tmp_path / "absent")) is True
+    monkeypatch.setenv("MOCKBROKER_HUGE_PAGES", "0")
+    assert connection_module._huge_pages_pay(str(tmp_path / "absent")) is False
+    monkeypatch.setenv("MOCKBROKER_HUGE_PAGES", "1")
+    (balloon / "features").write_text("0110010" + "0" * 57 + "\n")
+    assert connection_module._huge_pages_pay(str(tmp_path)) is True
 
 
 def _connection(shared: memoryview, seen: list[bytes], limit: int = 10 * 2**20,

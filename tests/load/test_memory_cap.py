@@ -185,6 +185,27 @@ def test_a_stored_batch_does_not_keep_a_larger_request_frame_alive() -> None:
         assert small_frame < 1000  # copied out: deleting partition 0's data frees the 60 kB
 
 
+def test_the_batches_of_one_request_share_its_frame_when_together_they_are_most_of_it() -> None:
+    """Four partitions' batches of ~20 kB in one ~80 kB request (above LARGE_FRAME, so a buffer of its
+    own whether the connection read it in one piece or not): stored as views of that one buffer,
+    not copied batch by batch into fresh memory."""
+    with MockCluster(brokers=1, topics={"four": 4}) as cluster, WireClient(_port(cluster)) as client:
+        m = api.request_module(0)
+        batches = [rec.build_batch([(b"k", bytes([p]) * 20_000)]) for p in range(4)]
+        answer = client.call(0, 9, m.ProduceRequest(acks=1, timeout_ms=5000, topic_data=[m.TopicProduceData(
+            name="four", partition_data=[m.PartitionProduceData(index=p, records=batches[p]) for p in range(4)])]))
+        assert [p.error_code for p in answer.responses[0].partition_responses] == [0, 0, 0, 0]
+
+        def kept() -> list[Any]:
+            return [cluster.state.partition("four", p).batches[0].buffers[1] for p in range(4)]
+
+        views = cluster.call(kept)
+        assert all(isinstance(v, memoryview) for v in views)
+        frames = {id(v.obj) for v in views}
+        assert len(frames) == 1 and len(views[0].obj) > 80_000
+        assert [bytes(v) for v in views] == [b[16:] for b in batches]  # the records after offset and length
+
+
 @pytest.mark.clients
 def test_the_cap_is_a_dynamic_broker_config_and_kafka_python_sees_kafka_storage_error() -> None:
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
