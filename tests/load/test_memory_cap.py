@@ -185,10 +185,27 @@ def test_a_stored_batch_does_not_keep_a_larger_request_frame_alive() -> None:
         assert small_frame < 1000  # copied out: deleting partition 0's data frees the 60 kB
 
 
-def test_the_batches_of_one_request_share_its_frame_when_together_they_are_most_of_it() -> None:
+@pytest.mark.parametrize("huge_pages", [False, True], ids=["plain", "huge-pages"])
+def test_the_batches_of_one_request_share_its_frame_when_together_they_are_most_of_it(huge_pages: bool) -> None:
     """Four partitions' batches of ~20 kB in one ~80 kB request (above LARGE_FRAME, so a buffer of its
     own whether the connection read it in one piece or not): stored as views of that one buffer,
-    not copied batch by batch into fresh memory."""
+    not copied batch by batch into fresh memory; in a huge-page arena when arenas are on."""
+    from mockbroker.server import connection
+
+    if connection._Reader is connection.PyReader:
+        pytest.skip("the C reader and lane are not in use (MOCKBROKER_PURE_PYTHON set, or not built)")
+    from mockbroker.server import _reading
+
+    before = _reading.use_arenas(1 if huge_pages else 0)
+    try:
+        if huge_pages and _reading.use_arenas(1) == 0:
+            pytest.skip("transparent huge pages are off here")
+        _share_one_frame(_reading.ArenaFrame if huge_pages else bytearray)
+    finally:
+        _reading.use_arenas(before)
+
+
+def _share_one_frame(frame_type: type) -> None:
     with MockCluster(brokers=1, topics={"four": 4}) as cluster, WireClient(_port(cluster)) as client:
         m = api.request_module(0)
         batches = [rec.build_batch([(b"k", bytes([p]) * 20_000)]) for p in range(4)]
@@ -202,7 +219,7 @@ def test_the_batches_of_one_request_share_its_frame_when_together_they_are_most_
         views = cluster.call(kept)
         assert all(isinstance(v, memoryview) for v in views)
         frames = {id(v.obj) for v in views}
-        assert len(frames) == 1 and len(views[0].obj) > 80_000
+        assert len(frames) == 1 and len(views[0].obj) > 80_000 and type(views[0].obj) is frame_type
         assert [bytes(v) for v in views] == [b[16:] for b in batches]  # the records after offset and length
 
 
