@@ -326,6 +326,7 @@ static PyObject *frame_buffer(PyObject *module, PyObject *arg) {
 
 static PyMethodDef module_methods[] = {
     {"set_limits", set_limits, METH_VARARGS, "set_limits(max_queued_frames, no_frame)."},
+    {"arena_count", arena_count, METH_NOARGS, "arena_count() -> how many frame arenas are mapped now."},
     {"use_arenas", use_arenas, METH_O, "use_arenas(flag) -> the setting before: 1 huge-page arenas, 0 never, -1 as THP is set."},
     {"frame_buffer", frame_buffer, METH_O, "frame_buffer(size) -> an ArenaFrame or a bytearray, not zero-filled, its pages present."},
     {NULL, NULL, 0, NULL},

@@ -42,6 +42,7 @@ typedef struct {
 } ArenaFrame;
 
 static Arena *current_arena = NULL;
+static Py_ssize_t arenas_mapped = 0; /* arenas now mapped (tests ask: arena_count()) */
 static int arenas_on = -1; /* -1: not yet decided (the first large frame reads the THP setting) */
 
 static int thp_usable(void) {
@@ -67,6 +68,8 @@ static PyObject *use_arenas(PyObject *module, PyObject *arg) {
     return PyLong_FromLong(before);
 }
 
+static PyObject *arena_count(PyObject *module, PyObject *unused) { return PyLong_FromSsize_t(arenas_mapped); }
+
 static void page_release(Arena *a, size_t page) {
     (void)madvise(a->base + page * HUGE_PAGE, HUGE_PAGE, MADV_DONTNEED); /* errors: the page stays, harmless */
 }
@@ -77,6 +80,7 @@ static int page_passed(Arena *a, size_t page) {
 
 static void arena_drop(Arena *a) {
     (void)munmap(a->base, ARENA_BYTES);
+    arenas_mapped--;
     PyMem_Free(a);
 }
 
@@ -107,6 +111,7 @@ static Arena *arena_new(void) {
         return NULL;
     }
     a->base = base;
+    arenas_mapped++;
     return a;
 }
 
