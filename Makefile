@@ -15,7 +15,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml setup.py mockbroker/records/_speedups.c mockbroker/records/batch_checks.h \
 		mockbroker/protocol/_fastproduce.c mockbroker/protocol/wire_reader.h mockbroker/handlers/_producelane.c \
-		mockbroker/handlers/produce_lane_wire.h \
+		mockbroker/handlers/produce_lane_wire.h mockbroker/handlers/member_sites.h \
 		mockbroker/handlers/produce_lane_staging.h mockbroker/records/lz4_frames.h \
 		mockbroker/server/_reading.c mockbroker/server/frame_arena.h | $(BIN)/python
 	$(call EDITABLE,'.[test]')

@@ -126,6 +126,9 @@ def _thaw_produce(items: tuple[Any, ...]) -> dict[str, Any]:
 
 
 class Journal:
+
+    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    __slots__ = ("__dict__", "__weakref__", "_entries", "_numbers", "enabled")
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         # Entries are added only on the event loop's thread and read from any thread: appending to a
         # deque, taking the next number and copying the deque out are each one step under the GIL,

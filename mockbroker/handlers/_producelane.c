@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "batch_checks.h"
+#include "member_sites.h"
 #include "lz4_frames.h"
 #include "produce_lane_wire.h"
 
@@ -186,15 +187,16 @@ static int64_t clamped_sub(int64_t a, int64_t b) {
    (re)computed first, -1 on error.  The stored tuple: (topic generation, broker generation, eligible,
    max.message.bytes, timestamp before max ms, after max ms, keys required, records checked). */
 static int topic_settings(PyObject *topic, TopicPlan *tp, PyObject *broker_generation, int64_t now_ms) {
-    PyObject *cache = PyObject_GetAttr(topic, s_answer_cache);
+    static MemberSite cache_site, config_site, generation_site;
+    PyObject *cache = site_get(&cache_site, topic, s_answer_cache);
     if (cache == NULL) return -1;
     PyObject *entry = PyDict_Check(cache) ? PyDict_GetItemWithError(cache, settings_key) : NULL;
     Py_DECREF(cache);
     if (entry == NULL) return PyErr_Occurred() ? -1 : 2;
     if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 8) return 2;
-    PyObject *config = PyObject_GetAttr(topic, s_config);
+    PyObject *config = site_get(&config_site, topic, s_config);
     if (config == NULL) return -1;
-    PyObject *generation = PyObject_GetAttr(config, s_generation);
+    PyObject *generation = site_get(&generation_site, config, s_generation);
     Py_DECREF(config);
     if (generation == NULL) return -1;
     int same = PyObject_RichCompareBool(generation, PyTuple_GET_ITEM(entry, 0), Py_EQ);
@@ -536,7 +538,8 @@ static PyObject *produce_frame(PyObject *frame, int version, PyObject *topics, l
             goto done;
         }
         if (state == 0) goto fallback;
-        tp->partitions = PyObject_GetAttr(topic, s_partitions);
+        static MemberSite partitions_site;
+        tp->partitions = site_get(&partitions_site, topic, s_partitions);
         if (tp->partitions == NULL) goto done;
         if (!PyList_Check(tp->partitions)) goto fallback;
         for (Py_ssize_t i = tp->first; i < tp->first + tp->count; i++) {

@@ -111,7 +111,8 @@ static void untrack_tuples(PyObject *obj) {
    entry holds strings, numbers and tuples of them (JournalEntry keeps no mutable container), so it and
    its tuples are untracked: ten thousand of them need not be walked by every young collection. */
 static int journal_answered(PyObject *journal, PyObject *values[ENTRY_SLOTS]) {
-    PyObject *numbers = PyObject_GetAttr(journal, s_numbers), *ring = PyObject_GetAttr(journal, s_entries);
+    static MemberSite numbers_site, ring_site;
+    PyObject *numbers = site_get(&numbers_site, journal, s_numbers), *ring = site_get(&ring_site, journal, s_entries);
     PyObject *seq = numbers ? PyIter_Next(numbers) : NULL;
     PyObject *entry = seq ? entry_type->tp_alloc(entry_type, 0) : NULL;
     int failed = entry == NULL;
@@ -144,25 +145,19 @@ static PyObject *enable_staging(PyObject *self, PyObject *flag) {
 
 static PyObject *staging_taken(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(staging_count); }
 
-/* 1 when the attribute is truthy, 0 when not, -1 on error */
-static int attr_true(PyObject *obj, PyObject *name) {
-    PyObject *value = PyObject_GetAttr(obj, name);
-    if (value == NULL) return -1;
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
-}
-
 /* Authorizer.enabled without calling the property while its cached answer is current */
 static int acls_enabled(PyObject *cluster) {
-    PyObject *acls = PyObject_GetAttr(cluster, s_acls);
+    static MemberSite acls_site, mine_site, config_site, theirs_site, cached_site, enabled_site;
+    PyObject *acls = site_get(&acls_site, cluster, s_acls);
     if (acls == NULL) return -1;
     int enabled = -1;
-    PyObject *mine = PyObject_GetAttr(acls, s_generation), *config = PyObject_GetAttr(acls, s_config_private);
-    PyObject *theirs = config ? PyObject_GetAttr(config, s_broker_generation) : NULL;
+    PyObject *mine = site_get(&mine_site, acls, s_generation), *config = site_get(&config_site, acls, s_config_private);
+    PyObject *theirs = config ? site_get(&theirs_site, config, s_broker_generation) : NULL;
     if (mine != NULL && theirs != NULL) {
         int same = PyObject_RichCompareBool(mine, theirs, Py_EQ);
-        enabled = same < 0 ? -1 : attr_true(acls, same ? s_enabled_cache : s_enabled);
+        enabled = same < 0 ? -1
+                  : same  ? site_true(&cached_site, acls, s_enabled_cache)
+                          : site_true(&enabled_site, acls, s_enabled);
     }
     Py_XDECREF(mine);
     Py_XDECREF(config);
@@ -197,7 +192,8 @@ static void scene_free(Scene *sc) {
 static int write_held(Scene *sc, PyObject *conn) {
     Py_ssize_t n = sc->held == NULL ? 0 : PyList_GET_SIZE(sc->held);
     if (n == 0) return 0;
-    int closed = attr_true(conn, s_closed);
+    static MemberSite closed_site;
+    int closed = site_true(&closed_site, conn, s_closed);
     if (closed) return closed < 0 ? -1 : 0;
     PyObject *out = NULL;
     if (n == 1) {
@@ -223,17 +219,21 @@ static int write_held(Scene *sc, PyObject *conn) {
 
 /* 1 when the lane may be tried (as produce_lane.serve decides), 0 when not, -1 on error */
 static int scene_load(Scene *sc, PyObject *broker) {
-    int blocked = attr_true(broker, s_partitioned);
+    static MemberSite partitioned_site, cluster_site, faults_site, quotas_site, rules_site, quotas_on_site, drop_site,
+        config_site, values_site, generation_site, node_site, topics_site, cap_site, journal_site, clock_site,
+        journal_on_site;
+    int blocked = site_true(&partitioned_site, broker, s_partitioned);
     if (blocked) return blocked < 0 ? -1 : 0;
-    if ((sc->cluster = PyObject_GetAttr(broker, s_cluster)) == NULL) return -1;
-    PyObject *faults = PyObject_GetAttr(sc->cluster, s_faults), *quotas = PyObject_GetAttr(sc->cluster, s_quotas);
-    blocked = faults == NULL || quotas == NULL ? -1 : attr_true(faults, s_rules);
-    if (blocked == 0) blocked = attr_true(quotas, s_enabled);
+    if ((sc->cluster = site_get(&cluster_site, broker, s_cluster)) == NULL) return -1;
+    PyObject *faults = site_get(&faults_site, sc->cluster, s_faults);
+    PyObject *quotas = site_get(&quotas_site, sc->cluster, s_quotas);
+    blocked = faults == NULL || quotas == NULL ? -1 : site_true(&rules_site, faults, s_rules);
+    if (blocked == 0) blocked = site_true(&quotas_on_site, quotas, s_enabled);
     Py_XDECREF(faults);
     Py_XDECREF(quotas);
     if (blocked == 0) {
         long long drop;
-        PyObject *value = PyObject_GetAttr(sc->cluster, s_drop);
+        PyObject *value = site_get(&drop_site, sc->cluster, s_drop);
         if (value == NULL) return -1;
         drop = PyLong_AsLongLong(value);
         Py_DECREF(value);
@@ -242,10 +242,10 @@ static int scene_load(Scene *sc, PyObject *broker) {
     }
     if (blocked == 0) blocked = acls_enabled(sc->cluster);
     if (blocked) return blocked < 0 ? -1 : 0;
-    PyObject *config = PyObject_GetAttr(sc->cluster, s_config);
+    PyObject *config = site_get(&config_site, sc->cluster, s_config);
     if (config == NULL) return -1;
-    PyObject *values = PyObject_GetAttr(config, s_values);
-    sc->broker_generation = PyObject_GetAttr(config, s_broker_generation);
+    PyObject *values = site_get(&values_site, config, s_values);
+    sc->broker_generation = site_get(&generation_site, config, s_broker_generation);
     Py_DECREF(config);
     PyObject *limit = values && PyDict_Check(values) ? PyDict_GetItemWithError(values, total_cap_key) : NULL;
     int limit_ok = limit != NULL && PyLong_Check(limit);
@@ -255,18 +255,18 @@ static int scene_load(Scene *sc, PyObject *broker) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "borrow(): the broker config is not what it was");
         return -1;
     }
-    PyObject *node = PyObject_GetAttr(broker, s_node_id);
+    PyObject *node = site_get(&node_site, broker, s_node_id);
     if (node == NULL) return -1;
     sc->node_id = PyLong_AsLong(node);
     Py_DECREF(node);
     if (sc->node_id == -1 && PyErr_Occurred()) return -1;
-    if ((sc->topics = PyObject_GetAttr(sc->cluster, s_topics)) == NULL ||
-        (sc->cap = PyObject_GetAttr(sc->cluster, s_memory_cap)) == NULL ||
-        (sc->journal = PyObject_GetAttr(sc->cluster, s_journal)) == NULL ||
-        (sc->clock = PyObject_GetAttr(sc->cluster, s_clock)) == NULL)
+    if ((sc->topics = site_get(&topics_site, sc->cluster, s_topics)) == NULL ||
+        (sc->cap = site_get(&cap_site, sc->cluster, s_memory_cap)) == NULL ||
+        (sc->journal = site_get(&journal_site, sc->cluster, s_journal)) == NULL ||
+        (sc->clock = site_get(&clock_site, sc->cluster, s_clock)) == NULL)
         return -1;
     if (!PyDict_Check(sc->topics)) return 0;
-    if ((sc->journal_on = attr_true(sc->journal, s_enabled)) < 0) return -1;
+    if ((sc->journal_on = site_true(&journal_on_site, sc->journal, s_enabled)) < 0) return -1;
     sc->system_clock = Py_IS_TYPE(sc->clock, (PyTypeObject *)system_clock_type);
     if (crc32c_fn == NULL && (crc32c_fn = PyObject_CallNoArgs(crc32c_getter)) == NULL) return -1;
     if (decompress_fn == NULL && (decompress_fn = PyObject_CallNoArgs(decompress_getter)) == NULL) return -1;
@@ -293,7 +293,8 @@ static int cap_room(Scene *sc, Py_ssize_t *room) {
         *room = -1;
         return 0;
     }
-    PyObject *value = PyObject_GetAttr(sc->cap, s_total);
+    static MemberSite total_site;
+    PyObject *value = site_get(&total_site, sc->cap, s_total);
     if (value == NULL) return -1;
     long long total = PyLong_AsLongLong(value);
     Py_DECREF(value);
@@ -304,12 +305,13 @@ static int cap_room(Scene *sc, Py_ssize_t *room) {
 }
 
 static int cap_grow(Scene *sc, PyObject *counted) {
-    PyObject *total = PyObject_GetAttr(sc->cap, s_total);
+    static MemberSite total_site, grown_site;
+    PyObject *total = site_get(&total_site, sc->cap, s_total);
     if (total == NULL) return -1;
     PyObject *grown = PyNumber_Add(total, counted);
     Py_DECREF(total);
     if (grown == NULL) return -1;
-    int failed = PyObject_SetAttr(sc->cap, s_total, grown);
+    int failed = site_set(&grown_site, sc->cap, s_total, grown);
     Py_DECREF(grown);
     return failed;
 }
@@ -321,7 +323,8 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
     PyObject *pairs = PyTuple_GET_ITEM(result, 2), *client_id = PyTuple_GET_ITEM(result, 3);
     if (cap_grow(sc, counted) < 0) return -1;
     if (pairs != Py_None) {
-        PyObject *peer = PyObject_GetAttr(conn, s_peer), *software = PyObject_GetAttr(conn, s_client_software);
+        static MemberSite peer_site, software_site;
+        PyObject *peer = site_get(&peer_site, conn, s_peer), *software = site_get(&software_site, conn, s_client_software);
         PyObject *facts = PyTuple_Pack(2, pairs, Py_None);
         PyObject *about = facts ? PyTuple_Pack(2, produce_about, facts) : NULL; /* the journal's frozen form */
         Py_XDECREF(facts);
@@ -354,14 +357,15 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
         if (failed) return -1;
     }
     /* Connection.write: nothing goes to a closed connection */
-    int closed = attr_true(conn, s_closed);
+    static MemberSite closed_site, transport_site, last_active_site;
+    int closed = site_true(&closed_site, conn, s_closed);
     if (closed) return closed < 0 ? -1 : 0;
-    PyObject *transport = PyObject_GetAttr(conn, s_transport);
+    PyObject *transport = site_get(&transport_site, conn, s_transport);
     if (transport == NULL) return -1;
     int failed = 0;
     if (transport != Py_None) {
         PyObject *now = PyFloat_FromDouble(monotonic_s());
-        failed = now == NULL || PyObject_SetAttr(conn, s_last_active, now) < 0;
+        failed = now == NULL || site_set(&last_active_site, conn, s_last_active, now) < 0;
         Py_XDECREF(now);
         if (!failed && sc->held != NULL && PyByteArray_CheckExact(answer)) {
             Py_XSETREF(sc->transport, Py_NewRef(transport));
@@ -436,13 +440,14 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t end = PyLong_AsSsize_t(args[2]);
     if (end == -1 && PyErr_Occurred()) return NULL;
     if (!staging_on || lane_settings_fn == NULL || stored_type == NULL) return PyLong_FromLong(0);
-    PyObject *sasl = PyObject_GetAttr(conn, s_sasl);
+    static MemberSite sasl_site, staging_site, limit_site, closed_site;
+    PyObject *sasl = site_get(&sasl_site, conn, s_sasl);
     if (sasl == NULL) return NULL;
     int plain = sasl == Py_None;
     Py_DECREF(sasl);
     if (!plain) return PyLong_FromLong(0);
     if (nargs == 4) return borrow_whole(broker, conn, args[3]);
-    PyObject *staging = PyObject_GetAttr(conn, s_staging), *limit = PyObject_GetAttr(conn, s_max_request_bytes);
+    PyObject *staging = site_get(&staging_site, conn, s_staging), *limit = site_get(&limit_site, conn, s_max_request_bytes);
     Py_ssize_t max_bytes = limit ? PyLong_AsSsize_t(limit) : -1;
     Py_XDECREF(limit);
     if (staging == NULL || (max_bytes == -1 && PyErr_Occurred())) {
@@ -466,7 +471,7 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         const unsigned char *h = b + pos + 4;
         if (h[0] || h[1]) break; /* not a Produce: dispatched in turn */
         if (pos > 0) { /* as Connection._process: nothing more is handled once the connection closed */
-            int closed = attr_true(conn, s_closed);
+            int closed = site_true(&closed_site, conn, s_closed);
             if (closed) {
                 failed = closed < 0;
                 break;

@@ -137,6 +137,10 @@ def _check_topic_config_value(name: str, value: str, kind: type) -> None:
 class ClusterState:
     """Everything the mock brokers share."""
 
+    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    __slots__ = ("__dict__", "__weakref__", "acls", "clock", "config", "drop_produce_responses", "faults", "journal",
+                 "memory_cap", "quotas", "topics")
+
     def __init__(self, config: Mapping[str, Any] | None = None, clock: Any = None) -> None:
         self.config = BrokerConfig(config)
         self.clock = clock or SystemClock()

@@ -112,6 +112,9 @@ def detached(batch: memoryview) -> memoryview:
 class MemoryCap:
     """The cluster's caps: ``admit`` before an append, ``appended`` after it, ``tick`` every tick."""
 
+    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    __slots__ = ("__dict__", "__weakref__", "total")
+
     def __init__(self, cluster: ClusterState) -> None:
         self.cluster = cluster
         self.total = 0  # counted bytes: exact after refresh, then grown by each append through admit
