@@ -114,3 +114,30 @@ def test_the_lane_keeps_each_idempotent_batchs_crc_for_the_reuse_check(monkeypat
                   for b in log.batches}
         (entry,) = log.producers.entries.values()
         assert entry.batches and all(meta.crc == stored[meta.first_offset] for meta in entry.batches)
+
+
+def test_the_lane_reads_what_a_class_changed_at_run_time_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane remembers where each attribute it reads lives (handlers/member_sites.h); a class
+    changed at run time (here Journal.enabled, a slot, replaced by a property and put back) is read
+    anew, not from the slot it remembered."""
+    from mockbroker.faults.journal import Journal
+    from tests.broker.wire import WireClient
+
+    m = api.request_module(0)
+    with MockCluster(brokers=1, topics={"t": 1}) as c, \
+            WireClient(int(c.bootstrap_servers.rsplit(":", 1)[1])) as client:
+        lane = produce_lane._lane
+
+        def produce_and_count() -> tuple[int, int]:
+            """(requests the lane took, Produce entries in the journal) after one more Produce."""
+            before = lane.staging_taken()
+            answer = client.call(0, 9, m.ProduceRequest(acks=1, timeout_ms=5000, topic_data=[m.TopicProduceData(
+                name="t", partition_data=[m.PartitionProduceData(index=0, records=rec.build_batch([(None, b"v")]))])]))
+            assert answer.responses[0].partition_responses[0].error_code == 0
+            return lane.staging_taken() - before, len(c.journal.entries(api="Produce"))
+
+        assert produce_and_count() == (1, 1)
+        monkeypatch.setattr(Journal, "enabled", property(lambda self: False))
+        assert produce_and_count() == (1, 1)  # answered by the lane, journaled by nobody
+        monkeypatch.undo()  # the slot is back, still holding True
+        assert produce_and_count() == (1, 2)
