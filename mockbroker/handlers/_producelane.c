@@ -12,10 +12,10 @@
        whose append the lane does itself (log_append; any other class's append is called).
 
    setup_frames(frame_buffer, large_frame)
-       Once: connection._frame_buffer and LARGE_FRAME.  A frame above large_frame bytes that lies in the
-       staging buffer is copied whole into a buffer of its own (in huge pages where it can:
-       mockbroker/server/frame_arena.h) once its batches are sure to be appended, and stored from
-       there as the connection stores a large frame it read into its own buffer.
+       Once: connection._new_frame (the C reader's frame_buffer) and LARGE_FRAME.  A frame above
+       large_frame bytes that lies in the staging buffer is copied whole into a buffer of its own (in
+       huge pages where it can: mockbroker/server/frame_arena.h) once its batches are sure to be
+       appended, and stored from there as the connection stores a large frame it read into its own.
 
    produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,
            journal) -> None | Topic | (answer, counted_bytes, journal_pairs, client_id)
@@ -333,7 +333,7 @@ static PyObject *stored_view(PyObject *frame, Py_ssize_t frame_size, Py_ssize_t 
                 : PySequence_GetSlice(frame, part->start + 16, part->start + part->len);
 }
 
-static PyObject *frame_buffer_fn = NULL; /* connection._frame_buffer, from setup_frames */
+static PyObject *frame_buffer_fn = NULL; /* connection._new_frame, from setup_frames */
 static Py_ssize_t large_frame = PY_SSIZE_T_MAX; /* connection.LARGE_FRAME, from setup_frames */
 
 static PyObject *setup_frames(PyObject *self, PyObject *args) {

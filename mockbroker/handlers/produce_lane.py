@@ -136,6 +136,6 @@ if _lane is not None:
     _lane.setup_staging(lane_settings, PRODUCE_ABOUT, TOTAL_CAP, SystemClock, crc32c_function, _load_decompress,
                         MAX_REFRESHES)
     _lane.setup_journal(JournalEntry, Journal)
-    from mockbroker.server.connection import LARGE_FRAME, _frame_buffer
+    from mockbroker.server import connection
 
-    _lane.setup_frames(_frame_buffer, LARGE_FRAME)
+    _lane.setup_frames(connection._new_frame, connection.LARGE_FRAME)  # the C frame_buffer: no Python call a frame
