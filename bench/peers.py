@@ -31,6 +31,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 PARTITIONS = 4
 CACHE = Path(os.environ.get("MOCKBROKER_BENCH_CACHE", "/tmp/mockbroker-bench-cache"))
 BROKER_CONFIG = ("message.max.bytes=4194304",)  # room for the 1 MiB message load
+TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
 RDKAFKA_MOCK = r"""
 import ctypes, glob, os, sys
@@ -58,6 +59,27 @@ for line in sys.stdin:
 """
 
 
+def cpu_reading(pid: int) -> tuple[float, float]:
+    """(seconds of CPU summed over the process's live threads' schedstat, seconds in /proc/<pid>/stat's ticks)."""
+    live = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            live += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended while we looked
+            pass
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return live / 1e9, (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
+
+
+def cpu_ms_between(before: tuple[float, float], after: tuple[float, float]) -> float:
+    """Milliseconds of CPU between two readings of :func:`cpu_reading`: the threads' precise sum, or the
+    coarse ticks where threads that ended took more than two ticks out of that sum."""
+    precise, ticks = after[0] - before[0], after[1] - before[1]
+    if ticks > precise + 2 / TICKS_PER_SECOND:
+        return ticks * 1000
+    return precise * 1000
+
+
 @dataclass
 class Peer:
     name: str
@@ -83,9 +105,14 @@ class Peer:
 
     def cpu_seconds(self) -> float:
         """User + system CPU the broker's process has used (for the librdkafka mock: its helper process,
-        which runs the mock cluster's threads)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        which runs the mock cluster's threads), to the nanosecond: the sum of its threads' schedstat.
+        A thread that ended takes its time out of that sum; /proc/<pid>/stat keeps it, but only in
+        10 ms ticks (a fifth of a 50 ms load): :func:`cpu_ms_between` takes the ticks when they show
+        more than two ticks' worth that the threads' sum lost."""
+        return cpu_reading(self.proc.pid)[0]
+
+    def cpu_reading(self) -> tuple[float, float]:
+        return cpu_reading(self.proc.pid)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -32,7 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import loads
-from bench.peers import BROKER_CONFIG, PARTITIONS, Peer, _admin_create, free_port, start_rdkafka_mock, start_tansu
+from bench.peers import (
+    BROKER_CONFIG,
+    PARTITIONS,
+    Peer,
+    _admin_create,
+    cpu_reading,
+    free_port,
+    start_rdkafka_mock,
+    start_tansu,
+)
 from mockbroker.protocol import api
 
 CREATE_TOPICS = 19
@@ -146,13 +155,8 @@ def record(load: str) -> Recording:
 
 # -- replaying -------------------------------------------------------------------------------------
 def broker_cpu_ns(pid: int) -> int:
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total
+    """The broker's CPU so far, summed over its live threads (bench.peers.cpu_reading)."""
+    return round(cpu_reading(pid)[0] * 1e9)
 
 
 CALLGRIND = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/tmp/replay-callgrind.%p"]

@@ -72,8 +72,9 @@ def markdown(doc: dict[str, Any]) -> str:
     if any(row.key in results for row in CPU_ROWS):
         lines += [
             "",
-            "The broker's own CPU time (user + system, from /proc) while it serves each load, median per "
-            "repetition: steadier than wall time on a 2-core VM where clients and broker share the cores.",
+            "The broker's own CPU time (user + system, each thread's /proc schedstat, to the nanosecond) "
+            "while it serves each load, median per repetition: steadier than wall time on a 2-core VM "
+            "where clients and broker share the cores.",
             "",
             "| load | unit | " + " | ".join(brokers) + " | " + " | ".join(f"vs {p}" for p in peers) + " |",
             "|---|---|" + "---:|" * (len(brokers) + len(peers)),

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import loads
-from bench.peers import PEERS, Peer, raise_fd_limit, start_mockbroker
+from bench.peers import PEERS, Peer, cpu_ms_between, raise_fd_limit, start_mockbroker
 
 HERE = Path(__file__).resolve().parent
 
@@ -58,7 +58,7 @@ ROWS = (
     Row("rss_per_mb", "RSS growth per stored MB", "MB/MB", throughput=False),
     Row("rss_conn", "RSS per idle connection (1,000 open)", "KiB", throughput=False),
 )
-# The broker's own CPU (user + system, from /proc) while it serves each load: far steadier than wall time
+# The broker's own CPU (user + system, bench.peers.cpu_reading) while it serves each load: far steadier than wall time
 # on a small shared VM, where the clients and the broker compete for the same two cores.
 CPU_ROWS = (
     Row("cpu_c100k", "confluent-kafka 100k x 100 B: produce + consume", "ms", throughput=False),
@@ -222,9 +222,9 @@ def _with_cpu(rec: Recorder, broker: str, cpu_key: str | None, load: Callable[[P
         return load
 
     def run(peer: Peer) -> Any:
-        before = peer.cpu_seconds()
+        before = peer.cpu_reading()
         values = load(peer)
-        rec.add(broker, cpu_key, (peer.cpu_seconds() - before) * 1000)
+        rec.add(broker, cpu_key, cpu_ms_between(before, peer.cpu_reading()))
         return values
 
     return run
