@@ -51,8 +51,22 @@ class Facts(Slotted):
         return ("d", tuple(items))
 
 
-def _slots(obj: Struct) -> tuple[str, ...]:
-    return type(obj).__slots__  # type: ignore[no-any-return]
+@cache
+def _struct_lists(cls: type) -> tuple[str, ...]:
+    """The attributes of a generated class that hold lists of structs: the only ones the walk enters
+    (the others were read and skipped on every request before)."""
+    return tuple(f.attr for f in getattr(cls, "FIELDS", ())
+                 if f.kind == "array" and isinstance(f.element, type) and issubclass(f.element, Struct))
+
+
+@cache
+def _scalar_keys(cls: type) -> tuple[bool, tuple[str, ...], tuple[str, ...], bool]:
+    """(has group_id, attributes that may list group names, transactional id attributes, is keyed like
+    FindCoordinator) of a request class: what generic_facts reads besides the walk."""
+    attrs = {f.attr for f in getattr(cls, "FIELDS", ())}
+    return ("group_id" in attrs, tuple(k for k in ("groups", "groups_names", "group_ids") if k in attrs),
+            tuple(k for k in ("transactional_id", "v3_and_below_transactional_id") if k in attrs),
+            "coordinator_keys" in attrs or "key" in attrs)
 
 
 def _topic_name(obj: Struct, topics_by_id: dict[bytes, Any]) -> str | None:
@@ -87,7 +101,7 @@ def _partitions(obj: Struct) -> set[int] | None:
 def _walk(obj: Struct, facts: Facts, topics_by_id: dict[bytes, Any], depth: int) -> None:
     if depth > 4:
         return
-    for slot in _slots(obj):
+    for slot in _struct_lists(type(obj)):
         value = getattr(obj, slot, None)
         if not isinstance(value, list) or not value or not isinstance(value[0], Struct):
             continue
@@ -164,17 +178,19 @@ def generic_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
     """Facts from a walk over any generated request."""
     facts = Facts()
     _walk(body, facts, topics_by_id, 0)
-    group = getattr(body, "group_id", None)
-    if isinstance(group, str) and group:
-        facts.group_ids.add(group)
-    for key in ("groups", "groups_names", "group_ids"):
+    has_group, group_lists, txn_keys, keyed = _scalar_keys(type(body))
+    if has_group:
+        group = body.group_id
+        if isinstance(group, str) and group:
+            facts.group_ids.add(group)
+    for key in group_lists:
         names = getattr(body, key, None)
         if isinstance(names, list) and names and isinstance(names[0], str):
             facts.group_ids.update(names)
-    if api_key == 10:  # FindCoordinator names its group or transactional id as a key
+    if api_key == 10 and keyed:  # FindCoordinator names its group or transactional id as a key
         keys = getattr(body, "coordinator_keys", None) or [getattr(body, "key", "")]
         (facts.group_ids if getattr(body, "key_type", 0) == 0 else set()).update(k for k in keys if k)
-    for key in ("transactional_id", "v3_and_below_transactional_id"):
+    for key in txn_keys:
         txn = getattr(body, key, None)
         if isinstance(txn, str) and txn:
             facts.transactional_id = txn

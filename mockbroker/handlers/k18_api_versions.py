@@ -11,7 +11,8 @@ Behavior:
 
 Every connection starts with this request, and the API list it answers is the same each time: it is
 built once and keeps its encoding (registry.api_version_keys), which takes an answer from ~90 to
-~30 us (v3) and ~115 to ~15 us (v0), in-process.
+~30 us (v3) and ~115 to ~15 us (v0), in-process.  The feature lists keep theirs too: the supported
+ones never change, the finalized ones are kept per set of levels (UpdateFeatures makes a new one).
 """
 
 from __future__ import annotations
@@ -20,9 +21,29 @@ from typing import Any
 
 from mockbroker.handlers.registry import api_version_keys, register
 from mockbroker.protocol import api
+from mockbroker.protocol.runtime import EncodedList
 from mockbroker.state.features import SUPPORTED
 
 RESP = api.response_module(18)
+# v3 leaves out the features whose minimum is 0 (KAFKA-17492), v4 lists them all
+_SUPPORTED = {
+    v4: EncodedList(RESP.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
+                    for name, (lo, hi) in SUPPORTED.items() if lo > 0 or v4)
+    for v4 in (False, True)
+}
+_FINALIZED: dict[tuple[tuple[str, int], ...], EncodedList] = {}  # levels -> their entries, encoded once
+
+
+def _finalized(levels: dict[str, int]) -> EncodedList:
+    key = tuple(levels.items())
+    entries = _FINALIZED.get(key)
+    if entries is None:
+        if len(_FINALIZED) >= 64:  # each UpdateFeatures may make a new set: keep the cache small
+            _FINALIZED.clear()
+        entries = _FINALIZED[key] = EncodedList(
+            RESP.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+            for name, level in levels.items())
+    return entries
 
 
 @register(18, 0, 4)
@@ -35,13 +56,7 @@ def handle(ctx: Any, req: Any) -> Any:
     )
     if ctx.api_version >= 3:
         features = ctx.cluster.features
-        response.supported_features = [
-            RESP.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
-            for name, (lo, hi) in SUPPORTED.items() if lo > 0 or ctx.api_version >= 4
-        ]
-        response.finalized_features = [
-            RESP.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
-            for name, level in features.finalized_nonzero().items()
-        ]
+        response.supported_features = _SUPPORTED[ctx.api_version >= 4]
+        response.finalized_features = _finalized(features.finalized_nonzero())
         response.finalized_features_epoch = features.epoch
     return response
