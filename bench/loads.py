@@ -78,8 +78,12 @@ def produce_consume(peer: Peer, topic: str, records: int, size: int, partitions:
     peer.create_topic(topic, partitions)
     produce_s = _produce(peer, topic, records, size, partitions,
                          {"acks": 1, "linger.ms": 5, "compression.type": compression})
+    peer.phase_done("produce")
     fill_identical(peer, f"{topic}-read", records, size, partitions, compression)
-    return produce_s, _consume(peer, f"{topic}-read", records, partitions)
+    peer.phase_done("fill")
+    consume_s = _consume(peer, f"{topic}-read", records, partitions)
+    peer.phase_done("consume")
+    return produce_s, consume_s
 
 
 def consume_again(peer: Peer, topic: str, records: int, partitions: int) -> float:
@@ -144,6 +148,7 @@ def aiokafka_produce_consume(peer: Peer, topic: str, records: int, size: int, pa
     """As :func:`produce_consume`, with aiokafka (its consumer reads the same identical-layout topic)."""
     peer.create_topic(topic, partitions)
     fill_identical(peer, f"{topic}-read", records, size, partitions)
+    peer.phase_done("fill")
     return asyncio.run(_aiokafka(peer, topic, records, size, partitions))
 
 
@@ -162,6 +167,7 @@ async def _aiokafka(peer: Peer, topic: str, records: int, size: int, partitions:
         produce_s = time.perf_counter() - start
     finally:
         await producer.stop()
+    peer.phase_done("produce")
     consumer = AIOKafkaConsumer(bootstrap_servers=peer.bootstrap, enable_auto_commit=False)
     await consumer.start()
     try:
@@ -178,6 +184,7 @@ async def _aiokafka(peer: Peer, topic: str, records: int, size: int, partitions:
         consume_s = time.perf_counter() - start
     finally:
         await consumer.stop()
+    peer.phase_done("consume")
     if got != records:
         raise RuntimeError(f"{peer.name}: aiokafka consumed {got} of {records}")
     return produce_s, consume_s

@@ -87,6 +87,13 @@ class Peer:
     proc: subprocess.Popen
     create: Callable[[str, int], None]
     created: set[str] = field(default_factory=set)
+    # called by a load at the end of each of its phases (bench.suite reads the broker's CPU there)
+    on_phase: Callable[[str], None] | None = None
+
+    def phase_done(self, phase: str) -> None:
+        """A load's ``phase`` ("produce", "fill", "consume") has ended."""
+        if self.on_phase is not None:
+            self.on_phase(phase)
 
     def create_topic(self, topic: str, partitions: int = PARTITIONS) -> None:
         self.create(topic, partitions)

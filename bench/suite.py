@@ -60,10 +60,17 @@ ROWS = (
 )
 # The broker's own CPU (user + system, bench.peers.cpu_reading) while it serves each load: far steadier than wall time
 # on a small shared VM, where the clients and the broker compete for the same two cores.
+# Loads with phases (bench.loads: Peer.phase_done) fill one row per phase shown; their consume topics'
+# untimed fills are shown for the 1M lz4 load, where the record checks of its large batches are most
+# of the broker's work.
 CPU_ROWS = (
-    Row("cpu_c100k", "confluent-kafka 100k x 100 B: produce + consume", "ms", throughput=False),
-    Row("cpu_aio100k", "aiokafka 100k x 100 B: produce + consume", "ms", throughput=False),
-    Row("cpu_c1m", "confluent-kafka 1M x 100 B, lz4: produce + consume", "ms", throughput=False),
+    Row("cpu_c100k_produce", "confluent-kafka 100k x 100 B: produce", "ms", throughput=False),
+    Row("cpu_c100k_consume", "confluent-kafka 100k x 100 B: consume", "ms", throughput=False),
+    Row("cpu_aio100k_produce", "aiokafka 100k x 100 B: produce", "ms", throughput=False),
+    Row("cpu_aio100k_consume", "aiokafka 100k x 100 B: consume", "ms", throughput=False),
+    Row("cpu_c1m_produce", "confluent-kafka 1M x 100 B, lz4: produce", "ms", throughput=False),
+    Row("cpu_c1m_fill", "1M x 100 B, lz4: filling the consume topic (untimed)", "ms", throughput=False),
+    Row("cpu_c1m_consume", "confluent-kafka 1M x 100 B, lz4: consume", "ms", throughput=False),
     Row("cpu_big", "256 x 1 MiB: produce + consume + raw fetch", "ms", throughput=False),
     Row("cpu_lat", "produce at 1,000/s, acks=all, 2 s", "ms", throughput=False),
 )
@@ -216,15 +223,36 @@ def _rotated(items: list[Any], i: int) -> list[Any]:
     return items[shift:] + items[:shift]
 
 
+CPU_KEYS = frozenset(row.key for row in CPU_ROWS)
+
+
 def _with_cpu(rec: Recorder, broker: str, cpu_key: str | None, load: Callable[[Peer], Any]) -> Callable[[Peer], Any]:
-    """``load``, also recording the broker process's CPU milliseconds under ``cpu_key``."""
+    """``load``, also recording the broker process's CPU milliseconds: under ``cpu_key`` for the whole
+    load, and under ``<cpu_key>_<phase>`` for each phase the load marks (Peer.phase_done), where such a
+    row is shown.  Nothing is recorded for a load that fails."""
     if cpu_key is None:
         return load
 
     def run(peer: Peer) -> Any:
-        before = peer.cpu_reading()
-        values = load(peer)
-        rec.add(broker, cpu_key, cpu_ms_between(before, peer.cpu_reading()))
+        before = last = peer.cpu_reading()
+        phases: dict[str, float] = {}
+
+        def phase_done(phase: str) -> None:
+            nonlocal last
+            now = peer.cpu_reading()
+            phases[phase] = cpu_ms_between(last, now)
+            last = now
+
+        peer.on_phase = phase_done
+        try:
+            values = load(peer)
+        finally:
+            peer.on_phase = None
+        for phase, ms in phases.items():
+            if f"{cpu_key}_{phase}" in CPU_KEYS:
+                rec.add(broker, f"{cpu_key}_{phase}", ms)
+        if cpu_key in CPU_KEYS:
+            rec.add(broker, cpu_key, cpu_ms_between(before, peer.cpu_reading()))
         return values
 
     return run

@@ -22,6 +22,40 @@ def test_ratio_is_mockbrokers_cost_over_the_peers() -> None:
     assert ratio(Row("t", "time", "s"), None, 1.0) is None
 
 
+def test_cpu_between_readings_is_precise_unless_ended_threads_took_ticks_away() -> None:
+    from bench.peers import TICKS_PER_SECOND, cpu_ms_between
+
+    tick = 1 / TICKS_PER_SECOND
+    # the threads' nanosecond sum, not the coarse ticks, while they agree within two ticks
+    assert cpu_ms_between((1.0, 1.0), (1.0123, 1.0 + tick)) == pytest.approx(12.3)
+    # a thread that ended took its time out of the live threads' sum: the ticks show it
+    assert cpu_ms_between((1.0, 1.0), (1.001, 1.0 + 10 * tick)) == pytest.approx(10 * tick * 1000)
+
+
+def test_cpu_rows_follow_the_phases_a_load_marks() -> None:
+    from bench.peers import Peer
+    from bench.suite import Recorder, _with_cpu
+
+    class Clock(Peer):
+        readings = iter([(0.0, 0.0), (0.010, 0.01), (0.030, 0.03), (0.035, 0.03), (0.036, 0.03)])
+
+        def cpu_reading(self) -> tuple[float, float]:
+            return next(self.readings)
+
+    def load(peer: Peer) -> tuple[float, float]:
+        for phase in ("produce", "fill", "consume"):
+            peer.phase_done(phase)
+        return 1.0, 2.0
+
+    rec = Recorder()
+    peer = Clock("mockbroker", "127.0.0.1:1", None, lambda topic, partitions: None)  # type: ignore[arg-type]
+    assert _with_cpu(rec, "mockbroker", "cpu_c1m", load)(peer) == (1.0, 2.0)
+    got = {key: by_broker["mockbroker"] for key, by_broker in rec.samples.items()}
+    assert got == {"cpu_c1m_produce": [pytest.approx(10.0)], "cpu_c1m_fill": [pytest.approx(20.0)],
+                   "cpu_c1m_consume": [pytest.approx(5.0)]}  # "cpu_c1m" itself is not a row any more
+    assert peer.on_phase is None
+
+
 def test_report_rewrites_only_the_marked_readme_section(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{report.START}\nold table\n{report.END}\noutro\n")
