@@ -142,6 +142,8 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         log.debug("broker %s: %s v%s from %s has %d bytes after its body (ignored, as Kafka does)",
                   broker.node_id, name, version, conn.peer, request.trailing_bytes)
     cluster = broker.cluster
+    if cluster.ticker_idle:  # the cluster's ticker waits a whole second: what this request starts ticks sooner
+        cluster.wake_ticker()
     ctx = RequestContext(broker, conn, api_key, version, correlation_id, request.client_id, cluster, broker.node_id)
     faults, journal = cluster.faults, cluster.journal
     if broker.partitioned:  # a network partition: nothing comes back

@@ -345,6 +345,11 @@ class GroupCoordinator(GroupOffsets):
         assert self.consumer_logic is not None
         return self.consumer_logic.heartbeat(group.consumer, **request)
 
+    def timers_live(self) -> bool:
+        """A group whose members' sessions or whose rebalance run on the clock (tick() has work)."""
+        return any(g.members or g.pending_ids or g.state != EMPTY or (g.consumer is not None and g.consumer.members)
+                   for g in self.groups.values())
+
     def tick(self) -> None:
         """Expire members whose session ran out and finish rebalances whose time is up."""
         now = self.clock.now_ms()

@@ -238,6 +238,16 @@ class TransactionCoordinator:
         txn.last_update_ms = self.clock.now_ms()
 
     # -- time ----------------------------------------------------------------------------------------
+    def timers_live(self) -> bool:
+        """A transaction under way (its timeout) or with markers due, or finished ones whose ids
+        expire within a second."""
+        if not self.transactions:
+            return False
+        if self.config["transactional.id.expiration.ms"] < 1000:
+            return True
+        return any(t.markers_due_ms >= 0 or t.state not in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
+                   for t in self.transactions.values())
+
     def tick(self) -> None:
         now = self.clock.now_ms()
         expiration = self.config["transactional.id.expiration.ms"]
