@@ -219,9 +219,8 @@ def error_codes(body: Struct, depth: int = 0) -> list[int]:
 def _code_plan(cls: type) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
     """(has an error_code, attributes holding struct arrays, attributes holding structs) of a class."""
     fields = getattr(cls, "FIELDS", ())
-    arrays = tuple(f.attr for f in fields
-                   if f.kind == "array" and isinstance(f.element, type) and issubclass(f.element, Struct))
-    return any(f.attr == "error_code" for f in fields), arrays, tuple(f.attr for f in fields if f.kind == "struct")
+    return (any(f.attr == "error_code" for f in fields), _struct_lists(cls),
+            tuple(f.attr for f in fields if f.kind == "struct"))
 
 
 def _codes_into(body: Any, out: list[int], depth: int) -> None:
