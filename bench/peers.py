@@ -110,15 +110,11 @@ class Peer:
                 return int(line.split()[1]) * 1024
         raise RuntimeError(f"{self.name}: no VmRSS for pid {self.proc.pid}")
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU the broker's process has used (for the librdkafka mock: its helper process,
-        which runs the mock cluster's threads), to the nanosecond: the sum of its threads' schedstat.
-        A thread that ended takes its time out of that sum; /proc/<pid>/stat keeps it, but only in
-        10 ms ticks (a fifth of a 50 ms load): :func:`cpu_ms_between` takes the ticks when they show
-        more than two ticks' worth that the threads' sum lost."""
-        return cpu_reading(self.proc.pid)[0]
-
     def cpu_reading(self) -> tuple[float, float]:
+        """User + system CPU the broker's process has used (for the librdkafka mock: its helper process,
+        which runs the mock cluster's threads), as :func:`cpu_reading`: the sum of its threads'
+        schedstat to the nanosecond, and /proc/<pid>/stat's 10 ms ticks, which keep the time of threads
+        that ended (:func:`cpu_ms_between` chooses)."""
         return cpu_reading(self.proc.pid)
 
     def stop(self) -> None:

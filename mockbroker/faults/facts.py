@@ -60,13 +60,12 @@ def _struct_lists(cls: type) -> tuple[str, ...]:
 
 
 @cache
-def _scalar_keys(cls: type) -> tuple[bool, tuple[str, ...], tuple[str, ...], bool]:
-    """(has group_id, attributes that may list group names, transactional id attributes, is keyed like
-    FindCoordinator) of a request class: what generic_facts reads besides the walk."""
+def _scalar_keys(cls: type) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+    """(has group_id, attributes that may list group names, transactional id attributes) of a request
+    class: what generic_facts reads besides the walk."""
     attrs = {f.attr for f in getattr(cls, "FIELDS", ())}
     return ("group_id" in attrs, tuple(k for k in ("groups", "groups_names", "group_ids") if k in attrs),
-            tuple(k for k in ("transactional_id", "v3_and_below_transactional_id") if k in attrs),
-            "coordinator_keys" in attrs or "key" in attrs)
+            tuple(k for k in ("transactional_id", "v3_and_below_transactional_id") if k in attrs))
 
 
 def _topic_name(obj: Struct, topics_by_id: dict[bytes, Any]) -> str | None:
@@ -178,7 +177,7 @@ def generic_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
     """Facts from a walk over any generated request."""
     facts = Facts()
     _walk(body, facts, topics_by_id, 0)
-    has_group, group_lists, txn_keys, keyed = _scalar_keys(type(body))
+    has_group, group_lists, txn_keys = _scalar_keys(type(body))
     if has_group:
         group = body.group_id
         if isinstance(group, str) and group:
@@ -187,7 +186,7 @@ def generic_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
         names = getattr(body, key, None)
         if isinstance(names, list) and names and isinstance(names[0], str):
             facts.group_ids.update(names)
-    if api_key == 10 and keyed:  # FindCoordinator names its group or transactional id as a key
+    if api_key == 10:  # FindCoordinator names its group or transactional id as a key
         keys = getattr(body, "coordinator_keys", None) or [getattr(body, "key", "")]
         (facts.group_ids if getattr(body, "key_type", 0) == 0 else set()).update(k for k in keys if k)
     for key in txn_keys:
