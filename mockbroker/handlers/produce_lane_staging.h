@@ -7,7 +7,8 @@
    connection copies it out and dispatches it as usual, without offering it to the lane again).  What
    produce_lane.serve does in Python around the lane for one request is done here for each: the same
    pre-checks (no network partition, fault rules, quotas, ACLs, SASL or drop hook), the memory cap's
-   room, the journal entry (Journal.start), the answer written to the transport (Connection.write).
+   room, the journal entry (Journal.start), the answer written (Connection.write; straight to the socket
+   where nothing waits in the transport: direct_send.h).
 
    setup_staging(lane_settings, produce_about, total_cap_key, system_clock_type, crc32c_function,
                  load_decompress, max_refreshes)
@@ -49,6 +50,8 @@ static PyTypeObject *entry_type = NULL, *journal_type = NULL;
 static PyObject *s_numbers, *s_entries, *zero = NULL;
 static long long staging_count = 0;
 
+#include "direct_send.h"
+
 static int max_refreshes = 0; /* produce_lane.MAX_REFRESHES, from setup_staging */
 static double monotonic_s(void) {
     struct timespec ts;
@@ -73,8 +76,9 @@ static PyObject *setup_staging(PyObject *self, PyObject *args) {
         intern(&s_node_id, "node_id") || intern(&s_peer, "peer") || intern(&s_client_software, "client_software") ||
         intern(&s_transport, "transport") || intern(&s_closed, "closed") ||
         intern(&s_write, "write") || intern(&s_last_active, "last_active") || intern(&produce_name, "Produce") ||
-        intern(&answered_name, "answered"))
+        intern(&answered_name, "answered") || direct_send_setup())
         return NULL;
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL) return NULL;
     if (no_faults == NULL && (no_faults = PyTuple_New(0)) == NULL) return NULL;
     Py_XSETREF(lane_settings_fn, Py_NewRef(settings));
     Py_XSETREF(produce_about, Py_NewRef(about));
@@ -210,11 +214,9 @@ static int write_held(Scene *sc, PyObject *conn) {
             at += PyByteArray_GET_SIZE(answer);
         }
     }
-    int forgotten = PyList_SetSlice(sc->held, 0, n, NULL);
-    PyObject *done = forgotten < 0 ? NULL : PyObject_CallMethodOneArg(sc->transport, s_write, out);
+    int failed = PyList_SetSlice(sc->held, 0, n, NULL) < 0 || send_answer(conn, sc->transport, out) < 0;
     Py_DECREF(out);
-    Py_XDECREF(done);
-    return done == NULL ? -1 : 0;
+    return failed ? -1 : 0;
 }
 
 /* 1 when the lane may be tried (as produce_lane.serve decides), 0 when not, -1 on error */
@@ -371,9 +373,7 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
             Py_XSETREF(sc->transport, Py_NewRef(transport));
             failed = PyList_Append(sc->held, answer) < 0;
         } else if (!failed) { /* written at once, after what is held (the lane's answers are bytearrays) */
-            PyObject *done = write_held(sc, conn) < 0 ? NULL : PyObject_CallMethodOneArg(transport, s_write, answer);
-            failed = done == NULL;
-            Py_XDECREF(done);
+            failed = write_held(sc, conn) < 0 || send_answer(conn, transport, answer) < 0;
         }
     }
     Py_DECREF(transport);
@@ -527,4 +527,6 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
          "borrow(broker, connection, 0, frame) -> 1, 0 or -1 (see produce_lane_staging.h)."},                       \
         {"setup_journal", setup_journal, METH_VARARGS, "setup_journal(JournalEntry, Journal)."},                  \
         {"enable_staging", enable_staging, METH_O, "enable_staging(flag): borrow() answers nothing while off."},  \
-        {"staging_taken", staging_taken, METH_NOARGS, "Requests borrow() has answered."},
+        {"staging_taken", staging_taken, METH_NOARGS, "Requests borrow() has answered."},                       \
+        {"direct_sends", direct_send_counts, METH_NOARGS,                                                    \
+         "direct_sends() -> answers sent whole to the socket, in part, through the transport (direct_send.h)."},

@@ -138,6 +138,19 @@ class PyReader(asyncio.BufferedProtocol):
             self._process()
 
 
+def _plain_socket_fd(transport: asyncio.BaseTransport) -> int:
+    """The descriptor of a plaintext TCP transport's socket (-1: none, or the transport encrypts)."""
+    if transport.get_extra_info("sslcontext") is not None or transport.get_extra_info("ssl_object") is not None:
+        return -1
+    sock = transport.get_extra_info("socket")
+    if sock is None or getattr(sock, "type", None) != socket.SOCK_STREAM:
+        return -1
+    try:
+        return int(sock.fileno())
+    except (OSError, ValueError):
+        return -1
+
+
 def _huge_pages_pay(balloons: str = "/sys/bus/virtio/drivers/virtio_balloon") -> bool:
     """Whether large frames go in huge pages (mockbroker/server/frame_arena.h): MOCKBROKER_HUGE_PAGES=1
     or 0 decides; otherwise yes, unless the kernel hands free memory back to a hypervisor in 2 MiB
@@ -234,6 +247,9 @@ class ConnectionMethods:
         # who the client is: "User:ANONYMOUS" until SASL authenticates it (Kafka's KafkaPrincipal string)
         self.principal = "User:ANONYMOUS"
         self.send_buffer_bytes = -1  # Kafka's socket.send.buffer.bytes (-1: the OS default), set by the broker
+        # the plaintext TCP socket's descriptor while the connection is open, else -1: the produce lane sends
+        # its answers straight to it when the transport holds nothing unsent (handlers/direct_send.h)
+        self.socket_fd = -1
 
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -248,6 +264,8 @@ class ConnectionMethods:
             from mockbroker.server.security import ssl_principal
 
             self.principal = ssl_principal(transport) or self.principal
+        else:
+            self.socket_fd = _plain_socket_fd(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         partial = None if self.closed else self.partial_request()
@@ -255,6 +273,7 @@ class ConnectionMethods:
             log.info("broker %s: %s disconnected with a partial request frame (%d of %s bytes received)",
                      self.broker_id, self.peer, partial[0], partial[1] if partial[1] >= 0 else "?")
         self.closed = True
+        self.socket_fd = -1
         self._queue.clear()
         if self.task is not None and not self.task.done():
             self.task.cancel()
@@ -409,6 +428,7 @@ class ConnectionMethods:
             return
         log.warning("broker %s: closing connection from %s: %s", self.broker_id, self.peer, reason)
         self.closed = True
+        self.socket_fd = -1
         self._queue.clear()
         if self.transport is not None:
             if abort:
@@ -419,7 +439,7 @@ class ConnectionMethods:
 
 OWN_FIELDS = ("_drained", "_write_paused", "broker_id", "client_software", "dispatch", "lane_declined", "listener",
               "max_request_bytes", "on_close", "on_task", "peer", "principal", "sasl", "security_protocol",
-              "send_buffer_bytes", "task", "transport")
+              "send_buffer_bytes", "socket_fd", "task", "transport")
 
 
 class Connection(ConnectionMethods, _Reader, asyncio.BufferedProtocol):

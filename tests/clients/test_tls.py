@@ -79,6 +79,9 @@ def test_confluent_kafka_over_ssl(tls: MockCluster, certs: Certs) -> None:
     producer = Producer(config)
     producer.produce("ssl-big", big)
     assert producer.flush(15) == 0
+    # the produce lane answers TLS connections through their transports, never around them
+    fds = tls.call(lambda: {c.socket_fd for b in tls.brokers for c in b.connections if c.security_protocol == "SSL"})
+    assert fds == {-1}
     consumer = Consumer({**config, "group.id": "g-big", "auto.offset.reset": "earliest"})
     consumer.subscribe(["ssl-big"])
     deadline, value = time.monotonic() + 30, None
