@@ -32,7 +32,7 @@ from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_version_keys
 from mockbroker.plain import Slotted
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import Struct
-from mockbroker.server import throttle
+from mockbroker.server import throttle, warm_up
 from mockbroker.server.connection import CloseConnection, Connection
 
 if TYPE_CHECKING:
@@ -103,6 +103,8 @@ def _raw_sasl_token(broker: BrokerServer, conn: Connection, frame: memoryview) -
 
 
 def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any] | Awaitable[Any] | None:
+    if warm_up.pending:  # the process's first request: load the usual requests' modules after its answer
+        warm_up.start()
     sasl = conn.sasl
     if sasl is not None and sasl.raw_tokens:
         return _raw_sasl_token(broker, conn, frame)

@@ -14,12 +14,14 @@ without it.)  The first Produce loads the crc32c package's extension module with
 
 Each test runs the command's own ``main`` in a fresh interpreter, sends its requests, stops it and
 reads the modules it had loaded by then (stopping adds none of these), and fails naming any of them
-that came back.
+that came back.  They run with the warm-up off (MOCKBROKER_WARM_UP=0: after the first answer it
+loads what the usual requests need, mockbroker/server/warm_up.py); the last test runs it on.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import socket
 import struct
 import subprocess
@@ -52,22 +54,27 @@ def _produce_one_record() -> bytes:
     return api.to_bytes(api.encode_request(0, 9, 8, produce_body(9, "t", 0, batch)))
 
 
-def _modules_after(*frames: bytes) -> set[str]:
-    """The modules a fresh `mockbroker serve --topic t:1` holds after answering ``frames`` in turn."""
+def _modules_after(*frames: bytes, warm_up: bool = False, pause_s: float = 0.0) -> set[str]:
+    """The modules a fresh `mockbroker serve --topic t:1` holds after answering ``frames`` in turn
+    (``pause_s`` after the first answer)."""
     script = ("import atexit, sys; atexit.register(lambda: print(sorted(sys.modules), file=sys.stderr)); "
               "from mockbroker.cli import main; "
               "sys.exit(main(['serve', '--port', '0', '--log-level', 'WARNING', '--topic', 't:1']))")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, MOCKBROKER_WARM_UP="1" if warm_up else "0")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
     try:
         line = proc.stdout.readline().strip()  # type: ignore[union-attr]
         assert line.startswith("bootstrap.servers="), line
         host, port = line.split("=", 1)[1].rsplit(":", 1)
         with socket.create_connection((host, int(port)), timeout=10) as sock:
-            for frame in frames:
+            for i, frame in enumerate(frames):
                 sock.sendall(frame)
                 size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
                 answer = sock.recv(size, socket.MSG_WAITALL)
                 assert answer[:4] == frame[8:12]  # the correlation id: this request was answered
+                if i == 0:
+                    time.sleep(pause_s)
     finally:
         proc.terminate()
         _out, err = proc.communicate(timeout=30)
@@ -86,3 +93,14 @@ def test_the_first_produce_loads_the_crc32c_extension_alone() -> None:
     assert "mockbroker.handlers.k00_produce" in imported and "crc32c._crc32c" in imported
     extra = [name for name in NOT_FOR_PRODUCE if name in imported]
     assert not extra, f"imported by the first uncompressed Produce: {extra}"
+
+
+def test_the_warm_up_loads_what_the_first_produce_needs() -> None:
+    """With the warm-up on, the first Produce after it finds every module it needs already loaded."""
+    warmed = _modules_after(_metadata_v1_all_topics(), warm_up=True, pause_s=1.0)
+    assert {"mockbroker.handlers.k00_produce", "mockbroker.handlers.k01_fetch", "crc32c._crc32c"} <= warmed
+    produced = _modules_after(_metadata_v1_all_topics(), _produce_one_record(), warm_up=True, pause_s=1.0)
+    new = sorted(name for name in produced - warmed if name.startswith(("mockbroker", "crc32c")))
+    assert not new, f"the first Produce after the warm-up still imported {new}"
+    extra = [name for name in NOT_FOR_PRODUCE if name in produced]
+    assert not extra, f"the warm-up or the first Produce imported {extra}"
