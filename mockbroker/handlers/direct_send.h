@@ -36,9 +36,9 @@ static int direct_fd(PyObject *conn, PyObject *transport) {
     if (fd < 0) return -1;
     PyObject *pending = PyObject_CallMethodNoArgs(transport, s_write_buffer_size);
     if (pending == NULL) return -2;
-    int empty = pending == zero || (PyLong_Check(pending) && PyLong_AsLong(pending) == 0);
+    int unsent = PyObject_IsTrue(pending);
     Py_DECREF(pending);
-    if (!empty) return -1;
+    if (unsent) return unsent < 0 ? -2 : -1;
     PyObject *closing = PyObject_CallMethodNoArgs(transport, s_is_closing);
     if (closing == NULL) return -2;
     int open = closing == Py_False;

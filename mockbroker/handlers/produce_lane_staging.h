@@ -78,7 +78,6 @@ static PyObject *setup_staging(PyObject *self, PyObject *args) {
         intern(&s_write, "write") || intern(&s_last_active, "last_active") || intern(&produce_name, "Produce") ||
         intern(&answered_name, "answered") || direct_send_setup())
         return NULL;
-    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL) return NULL;
     if (no_faults == NULL && (no_faults = PyTuple_New(0)) == NULL) return NULL;
     Py_XSETREF(lane_settings_fn, Py_NewRef(settings));
     Py_XSETREF(produce_about, Py_NewRef(about));
