@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -143,6 +144,9 @@ async def _serve(args: argparse.Namespace) -> int:
         if cluster is not None:
             await cluster.stop()
         return 1
+    from mockbroker.server import collector
+
+    collector.install()  # this process is the broker's own: keep the cycle collector's pauses short
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -257,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     named = args_in[0] if args_in and args_in[0] in ("decode", "serve", "scenario") else None
     parser = _parser(named)
     args = parser.parse_args(argv)
+    if args.command != "serve":
+        gc.enable()  # off only while ``python -m mockbroker`` loaded the modules (see ``__main__``)
     if args.command == "decode":
         return _decode(args.frames)
     if args.command == "scenario":
@@ -265,9 +271,6 @@ def main(argv: list[str] | None = None) -> int:
 
         return scenario_cli.main(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from mockbroker.server import collector
-
-    collector.install()  # this process is the broker's own: keep the cycle collector's pauses short
     _raise_open_files_limit()  # one descriptor per client connection
     try:
         import uvloop

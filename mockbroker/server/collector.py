@@ -45,9 +45,11 @@ class CollectorPolicy:
 
 def install(full_every_s: float = FULL_EVERY_S) -> CollectorPolicy:
     """Freeze what survives each full collection, and collect the youngest generation less often,
-    from now on, in this process."""
+    from now on, in this process; the collector is on afterwards (``python -m mockbroker`` starts
+    with it off)."""
     policy = CollectorPolicy(full_every_s)
     gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     gc.freeze()  # what start-up made (modules, classes, generated codec) is never garbage
     gc.callbacks.append(policy)
+    gc.enable()
     return policy

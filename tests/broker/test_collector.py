@@ -11,7 +11,9 @@ SCRIPT = r"""
 import gc
 from mockbroker.server import collector
 older = gc.get_threshold()[1:]
+gc.disable()                                            # as ``python -m mockbroker`` starts
 policy = collector.install(full_every_s=3600)
+assert gc.isenabled()                                   # on again once the broker listens
 assert gc.get_threshold() == (collector.YOUNG_THRESHOLD, *older), gc.get_threshold()  # only the youngest moves
 assert gc.get_freeze_count() > 0                       # start-up objects frozen at once
 keep = [[i] for i in range(50_000)]                     # long-lived containers
