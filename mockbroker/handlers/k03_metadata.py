@@ -8,9 +8,12 @@ Behavior:
   (always at v0-3, `allow_auto_topic_creation` from v4); otherwise UNKNOWN_TOPIC_OR_PARTITION.
   An illegal name gets INVALID_TOPIC_EXCEPTION. Unknown ids get UNKNOWN_TOPIC_ID.
 - Partitions carry leader, leader epoch, replicas, ISR (the live replicas) and offline replicas.
-- A topic's partition list is encoded once and reused until a leader epoch changes (every leader or
-  replica change bumps one), a partition is added or the set of live brokers changes: Metadata for
-  10k partitions costs about a millisecond, not tens.
+- A topic's answer entry (its partition list encoded once) is kept and reused until a leader epoch
+  changes (every leader or replica change bumps one), a partition is added or the set of live brokers
+  changes; an all-topics answer made of the same entries as the last one reuses that one's topic list,
+  with its encoding and the journal's error codes: Metadata for 10k partitions costs about a
+  millisecond, not tens, and each further topic about a microsecond. Entries are never changed once
+  made (authorized operations, v8+, go into copies).
 - v10-11: a topic named by id or with a null name fails the request with INVALID_REQUEST (as Kafka,
   which takes ids only from v12): every requested topic answered with that error, no brokers.
 - With ACLs on: topics without DESCRIBE are left out of an all-topics answer and answered
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import weakref
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
@@ -38,39 +42,56 @@ RESP = api.response_module(3)
 log = logging.getLogger("mockbroker.handlers")
 NO_OPERATIONS = -(2**31)
 _LEADER_EPOCH = operator.attrgetter("leader_epoch")
+# each cluster's last all-topics list (weakly: a stopped cluster's state goes with it)
+_LAST_ALL: weakref.WeakKeyDictionary[Any, EncodedList] = weakref.WeakKeyDictionary()
 
 
 def _topic(topic: Topic, live: Any, live_key: tuple[int, ...]) -> Any:
-    return RESP.MetadataResponseTopic(
-        error_code=0,
-        name=topic.name,
-        topic_id=topic.topic_id,
-        is_internal=topic.is_internal,
-        partitions=_partitions(topic, live, live_key),
-        topic_authorized_operations=NO_OPERATIONS,
-    )
-
-
-def _partitions(topic: Topic, live: Any, live_key: tuple[int, ...]) -> EncodedList:
+    """The topic's answer entry: kept in its answer cache while its partitions' leaders, epochs and
+    count and the live brokers stay the same (shared by answers: never changed once made)."""
     parts = topic.partitions
     key = (live_key, len(parts), sum(map(_LEADER_EPOCH, parts)))  # map + attrgetter: the loop runs in C
     cached = topic.answer_cache.get("metadata")
     if cached is not None and cached[0] == key:
-        return cached[1]  # type: ignore[no-any-return]
-    encoded = EncodedList(
-        RESP.MetadataResponsePartition(
-            error_code=0,
-            partition_index=p.index,
-            leader_id=p.leader,
-            leader_epoch=p.leader_epoch,
-            replica_nodes=list(p.replicas),
-            isr_nodes=[r for r in p.replicas if r in live],
-            offline_replicas=[r for r in p.replicas if r not in live],
-        )
-        for p in parts
+        return cached[1]
+    entry = RESP.MetadataResponseTopic(
+        error_code=0,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=EncodedList(
+            RESP.MetadataResponsePartition(
+                error_code=0,
+                partition_index=p.index,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=[r for r in p.replicas if r in live],
+                offline_replicas=[r for r in p.replicas if r not in live],
+            )
+            for p in parts
+        ),
+        topic_authorized_operations=NO_OPERATIONS,
     )
-    topic.answer_cache["metadata"] = (key, encoded)
-    return encoded
+    topic.answer_cache["metadata"] = (key, entry)
+    return entry
+
+
+def _all_topics(cluster: Any, entries: list[Any]) -> EncodedList:
+    """The topic list of an all-topics answer: the last one's, with its encoding and error codes, when
+    it holds the very same entries."""
+    last = _LAST_ALL.get(cluster)
+    if last is not None and len(last) == len(entries) and all(map(operator.is_, last, entries)):
+        return last
+    listed = _LAST_ALL[cluster] = EncodedList(entries)
+    return listed
+
+
+def _with_operations(ctx: Any, entry: Any) -> Any:
+    """A copy of a topic's entry with the operations the client may perform on it (v8+)."""
+    return RESP.MetadataResponseTopic(
+        error_code=entry.error_code, name=entry.name, topic_id=entry.topic_id, is_internal=entry.is_internal,
+        partitions=entry.partitions, topic_authorized_operations=authz.operations(ctx, authz.TOPIC, entry.name))
 
 
 def _error_topic(name: str | None, topic_id: bytes, code: int) -> Any:
@@ -119,6 +140,8 @@ def handle(ctx: Any, req: Any) -> Any:
         if check:
             everything = authz.authorized(ctx, authz.DESCRIBE, authz.TOPIC, everything, lambda t: t.name, False)
         topics = [_topic(t, live, live_key) for t in everything]
+        if not (version >= 8 and req.include_topic_authorized_operations):
+            topics = _all_topics(cluster, topics)
     else:
         topics = []
         for wanted in req.topics:
@@ -142,9 +165,7 @@ def handle(ctx: Any, req: Any) -> Any:
         cluster_operations = authz.operations(ctx, authz.CLUSTER, authz.CLUSTER_NAME) \
             if authz.authorize_cluster(ctx, authz.DESCRIBE) else 0
     if version >= 8 and req.include_topic_authorized_operations:
-        for t in topics:
-            if t.error_code == 0:
-                t.topic_authorized_operations = authz.operations(ctx, authz.TOPIC, t.name)
+        topics = [_with_operations(ctx, t) if t.error_code == 0 else t for t in topics]
     listener = ctx.connection.listener
     return RESP.MetadataResponse(
         brokers=[

@@ -91,3 +91,28 @@ def test_repeated_metadata_follows_leader_moves_outages_and_new_partitions(clust
     cluster.broker_up(down)
     cluster.call(cluster.state.create_partitions, "orders", 8)
     assert len(_metadata(port)["orders"]) == 8
+
+
+def _operations(port: int, include: bool) -> dict[str, int]:
+    m = api.request_module(3)
+    req = m.MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=include)
+    frame = api.to_bytes(api.encode_request(3, 9, 6, req))
+    _, body = api.decode_response(3, 9, _exchange(port, frame[4:]))
+    return {t.name: t.topic_authorized_operations for t in body.topics}
+
+
+def test_all_topics_answers_follow_new_and_deleted_topics_and_keep_operations_to_their_own(
+        cluster: MockCluster) -> None:
+    """An all-topics answer reuses the last one's topic list when nothing changed: topics made or
+    deleted since must show, and operations asked for by one request must not appear in the next."""
+    port = cluster.brokers[0].port
+    first = _metadata(port)
+    assert _metadata(port) == first
+    cluster.create_topic("later", 2)
+    assert set(_metadata(port)) == set(first) | {"later"}
+    cluster.call(cluster.state.delete_topic, "later")
+    assert _metadata(port) == first
+    with_ops = _operations(port, True)
+    assert with_ops and all(ops > 0 for ops in with_ops.values())  # ACLs off: every supported operation
+    assert set(_operations(port, False).values()) == {-(2**31)}  # the default, not the copy's operations
+    assert set(_operations(port, True).values()) == set(with_ops.values())
