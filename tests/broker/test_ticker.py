@@ -1,6 +1,7 @@
 """The cluster's ticker: once a second while nothing runs on the clock, every 100 ms while something
 does (group members, a transaction under way) and for the tick after any request the Python dispatch
-answers.  Read on the loop thread from MockCluster's own timer handle."""
+answers that may start something (reads -- dispatch.CLOCK_FREE -- leave an idle ticker alone).  Read
+on the loop thread from MockCluster's own timer handle."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from mockbroker.protocol import api
 
 from .wire import WireClient
 
-AV, JG = api.request_module(18), api.request_module(11)
+AV, JG, MD, HB = (api.request_module(k) for k in (18, 11, 3, 12))
 SHORT = TICK_SECONDS + 0.01  # the loop's clock is read in steps: a little slack over the short interval
 
 
@@ -29,14 +30,25 @@ def _wait_for_idle_tick(c: MockCluster) -> None:
         time.sleep(0.05)
 
 
+def _ticker_handle(c: MockCluster) -> object:
+    return c.call(lambda: c._ticker)
+
+
 def test_an_idle_cluster_ticks_once_a_second_and_a_request_brings_the_next_tick_near(single: MockCluster) -> None:
     _wait_for_idle_tick(single)
     assert SHORT < _next_tick_in(single) <= IDLE_TICK_SECONDS + 0.01
     assert single.state.ticker_idle
+    deadline = time.monotonic() + 5
+    while _next_tick_in(single) < 0.7 and time.monotonic() < deadline:  # an idle tick just scheduled:
+        time.sleep(0.02)  # what follows happens well before it is due
+    idle = _ticker_handle(single)
     with WireClient(single.brokers[0].port) as c:
         c.call(18, 3, AV.ApiVersionsRequest(client_software_name="wire", client_software_version="1"))
-    assert _next_tick_in(single) <= SHORT  # the request woke it: what it started ticks as before
-    assert not single.state.ticker_idle
+        c.call(3, 12, MD.MetadataRequest(topics=None))
+        assert _ticker_handle(single) is idle and single.state.ticker_idle  # reads start nothing on the clock
+        beat = c.call(12, 0, HB.HeartbeatRequest(group_id="nobody", generation_id=1, member_id="m"))
+        assert beat.error_code != 0  # no such group: answered, but a group request may start timers ...
+    assert _ticker_handle(single) is not idle  # ... so it woke the ticker (or the tick it brought near ran)
     _wait_for_idle_tick(single)  # with nothing on the clock the tick after that is a second away again
     assert single.state.ticker_idle
 
