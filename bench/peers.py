@@ -154,9 +154,15 @@ def wait_port(port: int, timeout: float = 15) -> None:
 
 
 def _admin_create(bootstrap: str) -> Callable[[str, int], None]:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})  # quiet when the broker stops
+    """Topic creation through an AdminClient made at the first topic: made at start, its connection
+    (ApiVersions, Metadata) raced the first Metadata answer the start row times, which the other peers
+    (topics made through their own helpers) do not have."""
+    admin: AdminClient | None = None
 
     def create(topic: str, partitions: int) -> None:
+        nonlocal admin
+        if admin is None:
+            admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})  # quiet when the broker stops
         admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
 
     return create
