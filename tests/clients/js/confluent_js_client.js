@@ -17,14 +17,21 @@ function produce(brokers, topic, codec, acks, n, p) {
     });
     const base = 1760000000000;
     let acked = 0;
+    let flushed = false;
+    let done = false;
     const timer = setTimeout(() => reject(new Error(`timed out after ${acked} acks`)), 60000);
+    // disconnect only once flush() has returned as well: disconnecting while its worker thread still
+    // flushes the handle crashed node now and then (SIGSEGV, no output)
+    const finish = () => {
+      if (done || !flushed || acked !== n) return;
+      done = true;
+      clearTimeout(timer);
+      producer.disconnect(() => resolve(acked));
+    };
     producer.on("delivery-report", (err) => {
       if (err) return reject(err);
       acked += 1;
-      if (acked === n) {
-        clearTimeout(timer);
-        producer.disconnect(() => resolve(acked));
-      }
+      finish();
     });
     producer.on("event.error", reject);
     producer.setPollInterval(10);
@@ -33,7 +40,11 @@ function produce(brokers, topic, codec, acks, n, p) {
         const value = Buffer.from(`value-${i}-` + "x".repeat(i % 50));
         producer.produce(topic, i % p, value, `key-${i}`, base + i, null, [{ origin: "confluent-js" }]);
       }
-      producer.flush(30000, () => {});
+      producer.flush(30000, (err) => {
+        if (err) return reject(err);
+        flushed = true;
+        finish();
+      });
     });
     producer.connect();
   });
