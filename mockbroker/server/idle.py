@@ -6,9 +6,12 @@ There is no separate timeout for a request that starts but never completes: a cl
 half a frame and stops is idle from its last byte and closed by the same rule, while one that
 trickles a byte now and then stays open (as in Kafka).  A negative limit turns expiry off.
 
-Here one sweep task per broker wakes a few times per limit (at most once a second, at least every
-50 ms) and closes every connection whose ``last_active`` (set on each read and each write) is older
-than the limit.  The hot path pays one ``time.monotonic()`` per read and per write, nothing more.
+Here one sweep task per broker wakes a few times per limit (at least every 50 ms; at most once a
+second for limits up to two minutes, and for longer ones 120 times per limit: every 5 s for the
+default, so an idle broker is not woken each second for a limit of ten minutes) and closes every
+connection whose ``last_active`` (set on each read and each write) is older than the limit: a
+connection is closed at most a quarter of the limit, a second, or 1/120 of it late, whichever is
+least.  The hot path pays one ``time.monotonic()`` per read and per write, nothing more.
 Two mock choices: a connection whose request is still being answered (a long poll, a delayed or
 throttled answer) is not idle, and one whose queued response bytes are still draining to the client
 counts as active (asyncio writes in the background, so the sweep watches the write buffer shrink).
@@ -28,12 +31,15 @@ from mockbroker.server.connection import Connection
 log = logging.getLogger("mockbroker.server")
 
 MIN_SWEEP_S = 0.05
-MAX_SWEEP_S = 1.0
+SWEEP_S = 1.0  # the longest interval for limits up to two minutes
+SWEEPS_PER_LIMIT = 120  # longer limits: this many sweeps per limit (every 5 s for the default 600000)
 
 
 def sweep_interval(max_idle_ms: int) -> float:
-    """How often the sweep runs for a limit: a quarter of it, within 50 ms .. 1 s."""
-    return min(MAX_SWEEP_S, max(MIN_SWEEP_S, max_idle_ms / 4000))
+    """How often the sweep runs for a limit: a quarter of it, but at most SWEEP_S or a 120th of the
+    limit (whichever is longer), and at least every 50 ms."""
+    limit_s = max_idle_ms / 1000
+    return max(MIN_SWEEP_S, min(limit_s / 4, max(SWEEP_S, limit_s / SWEEPS_PER_LIMIT)))
 
 
 def expire(connections: Iterable[Connection], max_idle_ms: int, now: float | None = None,

@@ -194,3 +194,19 @@ def test_a_reader_that_stops_reading_is_closed_once_idle(h: Harness) -> None:
             except ConnectionResetError:
                 pass
     assert received < 20 * 400_000  # closed before it could all be read
+
+
+def test_the_sweep_wakes_a_few_times_per_limit_and_rarely_for_long_limits() -> None:
+    """A quarter of the limit, at most a second up to two-minute limits, 1/120 of longer ones (the
+    default 600000 ms: every 5 s, so an idle broker is not woken each second), never under 50 ms."""
+    from mockbroker.server.idle import sweep_interval
+
+    assert sweep_interval(100) == 0.05
+    assert sweep_interval(IDLE_MS) == IDLE_MS / 4000
+    assert sweep_interval(10_000) == 1.0
+    assert sweep_interval(120_000) == 1.0
+    assert sweep_interval(600_000) == 5.0
+    for limit_ms in (1, 600, 4_000, 90_000, 600_000, 3_600_000):  # how late a close can come
+        late_s = sweep_interval(limit_ms)
+        assert late_s <= max(0.05, limit_ms / 4000)  # never more than a quarter of the limit
+        assert late_s <= max(1.0, limit_ms / 100_000)  # nor more than a second or 1 % of it
