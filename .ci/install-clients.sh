@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the non-Python Kafka clients the test suite drives: kcat, Sarama (Go, from Debian),
-# kafkajs and @confluentinc/kafka-javascript (npm, linked against Debian's librdkafka), and a Java runtime
+# kafkajs and @confluentinc/kafka-javascript (npm; CKJS_LINKING=dynamic builds the librdkafka bundled in the
+# package, 2.15 for 1.10, as a shared library next to the binding: not Debian's 2.0), and a Java runtime
 # for the Spark tests (pyspark itself comes with the Python test extras).
 # Idempotent: quick when everything is already there.  Needs root for apt.
 set -euo pipefail
@@ -27,8 +28,9 @@ native=node_modules/@confluentinc/kafka-javascript/build/Release/confluent-kafka
 if [ -f node_modules/kafkajs/package.json ] && [ -f node_modules/kafkajs-lz4/package.json ] && [ -f "$native" ]; then
   echo "install-clients: node packages present"
 else
-  echo "install-clients: npm install (kafkajs and its snappy/lz4 plugins, @confluentinc/kafka-javascript built against librdkafka-dev)"
-  # Without CKJS_LINKING=dynamic the package tries to download a prebuilt binary, which fails here.
+  echo "install-clients: npm install (kafkajs and its snappy/lz4 plugins, @confluentinc/kafka-javascript with its bundled librdkafka)"
+  # Without CKJS_LINKING=dynamic the package tries to download a prebuilt binary, which fails here; with it
+# the package builds its bundled librdkafka from source (deps/librdkafka) and links the binding to that.
   CKJS_LINKING=dynamic npm install --no-audit --no-fund --loglevel=error
   # npm 11 holds install scripts back until approved (package.json's allowScripts approves this one);
   # rebuilding makes sure the native module is built whichever npm ran.
