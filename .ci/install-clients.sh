@@ -30,7 +30,7 @@ if [ -f node_modules/kafkajs/package.json ] && [ -f node_modules/kafkajs-lz4/pac
 else
   echo "install-clients: npm install (kafkajs and its snappy/lz4 plugins, @confluentinc/kafka-javascript with its bundled librdkafka)"
   # Without CKJS_LINKING=dynamic the package tries to download a prebuilt binary, which fails here; with it
-# the package builds its bundled librdkafka from source (deps/librdkafka) and links the binding to that.
+  # the package builds its bundled librdkafka from source (deps/librdkafka) and links the binding to that.
   CKJS_LINKING=dynamic npm install --no-audit --no-fund --loglevel=error
   # npm 11 holds install scripts back until approved (package.json's allowScripts approves this one);
   # rebuilding makes sure the native module is built whichever npm ran.
