@@ -81,5 +81,7 @@ def produce(cluster: MockCluster, topic: str, count: int, partition: int | None 
     now = state.clock.now_ms()
     for index, items in per.items():
         for start in range(0, len(items), BATCH_RECORDS):
+            size_before = logs[index].size_bytes
             append_records(logs[index], items[start:start + BATCH_RECORDS], now)
+            state.memory_cap.added(logs[index], size_before)
     return f"{count} records produced to {topic}"

@@ -180,7 +180,10 @@ async def post_records(request: web.Request) -> web.Response:
         per.setdefault(partition, []).append((_bytes(item, "key"), _bytes(item, "value"), headers))
     written = []
     for partition, records in per.items():
-        base = append_records(state.partition(topic.name, partition), records, state.clock.now_ms())
+        log = state.partition(topic.name, partition)
+        size_before = log.size_bytes
+        base = append_records(log, records, state.clock.now_ms())
+        state.memory_cap.added(log, size_before)
         written.append({"partition": partition, "base_offset": base, "count": len(records)})
     return web.json_response({"written": written}, status=201)
 

@@ -28,8 +28,10 @@ def _write(ctx: Any, marker: Any, topic: str, partition: int) -> int:
         log = ctx.cluster.leader_partition(topic, partition, ctx.broker_id)
         where = f"{topic}-{partition}"
         log.producers.check_marker(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, where)
+        size_before = log.size_bytes
         log.append_marker(marker.producer_id, marker.producer_epoch, marker.transaction_result,
                           marker.coordinator_epoch, ctx.cluster.clock.now_ms())
+        ctx.cluster.memory_cap.added(log, size_before)
     except KafkaError as exc:
         return exc.code
     return 0

@@ -245,3 +245,31 @@ def test_the_cap_is_a_dynamic_broker_config_and_kafka_python_sees_kafka_storage_
         with pytest.raises(KafkaStorageError):
             producer.send("t", b"y" * 5000).get(10)
         producer.close()
+
+
+def test_writes_from_python_and_markers_are_counted_and_far_from_the_cap_the_tick_does_not_recount() -> None:
+    """Every append is counted as it comes, whoever makes it (a client's Produce, records written from
+    Python, transaction markers), so the count never falls below what is stored; below half the cap
+    the tick leaves a count that only lags deletions alone (no walk over every partition each second),
+    and near the cap it recounts."""
+    from mockbroker.cluster_actions import produce
+
+    cap = 10 * MiB
+    with MockCluster(brokers=1, config={"mock.log.max.total.bytes": cap}) as cluster:
+        cluster.create_topic("counted", 2)
+        state, memory = cluster.state, cluster.state.memory_cap
+        with WireClient(_port(cluster)) as client:
+            assert _produce(client, "counted", 1000).error_code == 0
+        produce(cluster, "counted", 300, value_size=500)  # straight into the logs, as the control API does
+        cluster.call(lambda: state.write_txn_markers(7, 0, True, [("counted", 0), ("counted", 1)], []))
+        counted = cluster.call(lambda: memory.total)
+        assert counted == cluster.call(memory.refresh) > 300 * 500
+
+        cluster.call(lambda: state.topics["counted"].partitions[1].advance_log_start(10**9))  # DeleteRecords
+        cluster.call(memory.tick)
+        assert cluster.call(lambda: memory.total) == counted  # far from the cap: stale, and no walk
+
+        cluster.call(lambda: state.config.set("mock.log.max.total.bytes", counted + 1000))
+        cluster.call(lambda: setattr(memory, "_recounted_at", 0.0))
+        cluster.call(memory.tick)  # near the cap: the deletion is counted now
+        assert cluster.call(lambda: memory.total) == cluster.call(memory.refresh) < counted

@@ -1,5 +1,6 @@
 """ClusterState.tick's producer expiry: every partition is walked at most once a second (or as often as
-``producer.id.expiration.ms`` when that is shorter), so a producer goes at most a second late."""
+``producer.id.expiration.ms`` when that is shorter, and every 1 % of expirations over 100 s), so a
+producer goes at most a second, or 1 % of its expiration, late."""
 
 from __future__ import annotations
 
@@ -44,3 +45,19 @@ def test_a_short_expiration_is_looked_at_every_tick() -> None:
     clock.advance(50)
     state.tick()
     assert 8 not in entries
+
+
+def test_a_long_expiration_is_looked_at_every_hundredth_of_it() -> None:
+    state, clock = _cluster(200_000)  # looked at every 2 s, not every second
+    entries = state.partition("t", 1).producers.entries
+    _append(state, clock, 9)
+    state.tick()
+    clock.advance(199_000)
+    state.tick()
+    assert 9 in entries  # 199 s idle
+    clock.advance(1_000)
+    state.tick()
+    assert 9 in entries  # expired, but the last look was 1 s ago: up to 2 s (1 %) late
+    clock.advance(1_000)
+    state.tick()
+    assert 9 not in entries
