@@ -11,7 +11,8 @@ second for limits up to two minutes, and for longer ones 120 times per limit: ev
 default, so an idle broker is not woken each second for a limit of ten minutes) and closes every
 connection whose ``last_active`` (set on each read and each write) is older than the limit: a
 connection is closed at most a quarter of the limit late, and at most a second or a 120th of the
-limit late, whichever is longer.  The hot path pays one ``time.monotonic()`` per read and per write, nothing more.
+limit late, whichever is longer.  The hot path pays one ``time.monotonic()`` per read and per write,
+nothing more.
 Two mock choices: a connection whose request is still being answered (a long poll, a delayed or
 throttled answer) is not idle, and one whose queued response bytes are still draining to the client
 counts as active (asyncio writes in the background, so the sweep watches the write buffer shrink).
