@@ -27,7 +27,7 @@ from mockbroker import records as rec
 from mockbroker.cluster import MockCluster
 from mockbroker.handlers import produce_lane
 from mockbroker.protocol import api
-from mockbroker.server import dispatch
+from mockbroker.server import dispatch, warm_up
 from mockbroker.state.clock import ManualClock
 from tests.records.helpers import fix_v2_crc
 
@@ -432,6 +432,7 @@ def test_lane_and_handler_agree_on_damaged_frames(monkeypatch: pytest.MonkeyPatc
     """Damaged frames (bytes changed, cut, grown, lengths that lie) get the same answer, or the same
     closed connection, with the lane as without it, and leave the same state behind: the lane's C
     reader gives up on anything the handler would refuse or name."""
+    monkeypatch.setattr(warm_up, "pending", False)  # dispatch is called outside an event loop here
     counting = Counting(produce_lane._lane)
     monkeypatch.setattr(produce_lane, "_lane", counting)
     rng = random.Random(5)

@@ -19,6 +19,7 @@ from tests.records.helpers import python_envelope
 CAPS = (0, 1, 64, 4096, 65536, 1 << 20, 16 << 20, records.DEFAULT_MAX_SIZE)
 RECORDS_CAP = 1 << 20  # the decompression cap the record-format targets use
 _SIZE = struct.Struct(">i")
+SEP = b"\xf0\x0d\xf0\x0d"  # separates the frames of a dispatch input, the batches of a lane input
 
 
 class Finding(AssertionError):

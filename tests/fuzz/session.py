@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 DEFAULT_RUNS = {"dispatch": 1_500_000, "frames": 1_500_000, "requests": 2_500_000, "batches": 2_500_000,
-                "decompress": 2_500_000}
+                "decompress": 2_500_000, "lane": 1_000_000}
 _STAT = re.compile(r"^stat::(\w+):\s+(\d+)", re.M)
 
 

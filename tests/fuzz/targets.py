@@ -26,8 +26,10 @@ Input layouts (the corpus builder, ``tests/fuzz/build_corpus.py``, writes seeds 
   rest is the data.
 * ``decompress``: byte 0 the codec id (0-4, 5 unknown), byte 1 the cap (``record_targets.CAPS``),
   the rest the compressed data.
+* ``lane``: the C produce lane against the Python Produce handler (layout: lane_target.py).
 
-The ``batches`` and ``decompress`` targets live in record_targets.py (with :class:`Finding`).
+The ``batches`` and ``decompress`` targets live in record_targets.py (with :class:`Finding`), ``lane`` in
+lane_target.py.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from typing import Any
 from mockbroker.codec_errors import CodecError
 from mockbroker.protocol import api, fast_produce
 from mockbroker.server.connection import LARGE_FRAME, STAGING_BYTES, CloseConnection, Connection, PureConnection
-from tests.fuzz.record_targets import Finding, fuzz_batches, fuzz_decompress
+from tests.fuzz.lane_target import fuzz_lane
+from tests.fuzz.record_targets import SEP, Finding, fuzz_batches, fuzz_decompress
 
 FRAME_LIMITS = (0, 1, 8, 100, 4096, LARGE_FRAME - 1, LARGE_FRAME, LARGE_FRAME + 1, 200_000, 1 << 20, 3 << 20)
 _SIZE = struct.Struct(">i")
@@ -278,7 +281,6 @@ def _encode(request: api.Request) -> bytes:
 
 _LOOP: asyncio.AbstractEventLoop | None = None
 DISPATCH_WAIT_S = 0.02  # how long an answer that waits (long polls, joins) may take before it is dropped
-SEP = b"\xf0\x0d\xf0\x0d"  # separates the frames of one dispatch input (requests in sequence)
 MAX_FRAMES = 8
 SASL_USER = ("alice", "alice-secret")
 _CREDENTIALS: Any = None
@@ -403,4 +405,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "dispatch": fuzz_dispatch,
     "batches": fuzz_batches,
     "decompress": fuzz_decompress,
+    "lane": fuzz_lane,
 }

@@ -22,7 +22,8 @@ pytest.importorskip("atheris", reason="atheris is only built for x86_64 Linux (p
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "corpus"
-SMOKE_RUNS = {"frames": 8_000, "requests": 20_000, "dispatch": 6_000, "batches": 20_000, "decompress": 20_000}
+SMOKE_RUNS = {"frames": 8_000, "requests": 20_000, "dispatch": 6_000, "batches": 20_000, "decompress": 20_000,
+              "lane": 6_000}
 
 
 @pytest.mark.slow
@@ -40,7 +41,11 @@ def test_target_runs_clean_for_a_few_thousand_inputs(target: str, tmp_path: Path
 
 
 def test_every_target_has_committed_seeds_that_pass() -> None:
+    from mockbroker.handlers import produce_lane
+
     for target, fn in targets.TARGETS.items():
+        if target == "lane" and not produce_lane.available():
+            continue  # it compares the C lane with the handler: nothing to compare without the extension
         seeds = sorted((CORPUS / target).iterdir())
         assert len(seeds) >= 20, target
         for seed in seeds:
@@ -53,7 +58,7 @@ def test_the_committed_corpus_is_what_the_builder_makes() -> None:
     for target, items in seeds().items():
         committed = {p.name for p in (CORPUS / target).iterdir()}
         built = {hashlib.sha1(item).hexdigest() for item in items}
-        if target in ("batches", "decompress"):  # compressor output may differ between library versions
+        if target in ("batches", "decompress", "lane"):  # compressor output may differ between library versions
             assert len(built) == len(committed), target
         else:
             assert built == committed, target
@@ -103,6 +108,28 @@ def test_checker_target_flags_c_and_python_disagreeing(monkeypatch: pytest.Monke
     monkeypatch.setattr(check, "_records_ok", lambda *args: False)  # C refuses what Python accepts
     with pytest.raises(targets.Finding, match="C records_ok"):
         targets.fuzz_batches(seed)
+
+
+def test_lane_target_flags_the_lane_and_the_handler_disagreeing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mockbroker.handlers import produce_lane
+    from mockbroker.server import dispatch
+    from tests.broker import test_produce_lane
+
+    if not produce_lane.available():
+        pytest.skip("the C extension is not built here: there is no lane to compare with the handler")
+    seed = next(p.read_bytes() for p in sorted(CORPUS.joinpath("lane").iterdir()) if p.read_bytes()[1] == 0)
+    targets.fuzz_lane(seed)
+    real = test_produce_lane._outcome
+
+    def one_byte_off(broker: object, frame: bytes, borrow: str = "") -> object:
+        got = real(broker, frame, borrow)
+        if dispatch._LANE and isinstance(got, bytes):
+            return got[:-1] + bytes([got[-1] ^ 1])  # the lane's answer, one bit changed
+        return got
+
+    monkeypatch.setattr(test_produce_lane, "_outcome", one_byte_off)
+    with pytest.raises(targets.Finding, match="the lane answered"):
+        targets.fuzz_lane(seed)
 
 
 def test_the_runner_keeps_an_input_that_raises(tmp_path: Path) -> None:
