@@ -160,6 +160,7 @@ def test_kafka_python_offsets_in_a_transaction_and_fencing() -> None:
             p.commit_transaction()
         assert "Fenced" in type(fenced.value).__name__ or "fenced" in str(fenced.value).lower(), fenced.value
         zombie_check.close()
+        p.close(timeout=5)  # the fenced one too: its network thread would outlive the test
         assert read_all(cluster, "out", 1, "read_committed") == {0: ["upto5"]}
 
 
