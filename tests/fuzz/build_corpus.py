@@ -148,16 +148,17 @@ def _lane_seeds(v2: list[bytes]) -> list[bytes]:
     out = []
     for i, b in enumerate(_lane_time(b) for b in v2):
         version, way = (i % 10), (i % 4) << 4
-        out.append(bytes([version | way, 0 if i % 3 else i % 32, 0, 0, 0, 0, 0, 0, 0]) + b)  # mostly plain-0, acks 1
+        settings = (0, 0, 0, 1, 2, 4 | 1)[i % 6]  # strict, envelope, reject reused sequences, a cap
+        out.append(bytes([version | way, 0 if i % 3 else i % 32, 0, 0, 0, 0, 0, 0, 0, settings]) + b)  # mostly plain-0
         if len(b) > rec.HEADER_SIZE and not b[22] & 7:
-            out.append(bytes([0x40 | version | way, 0, i % 64, 0, 0, 0, 0, 0, 0]) + b)
-            out.append(bytes([0x40 | version | way, 0, 0x40 | (i % 64), 11, 0x20, 0, 0, 0, 0]) + b)
+            out.append(bytes([0x40 | version | way, 0, i % 64, 0, 0, 0, 0, 0, 0, 0]) + b)
+            out.append(bytes([0x40 | version | way, 0, 0x40 | (i % 64), 11, 0x20, 0, 0, 0, 0, 0]) + b)
     plain = [b for b in v2 if len(b) > rec.HEADER_SIZE and not b[22] & 7][:4]
-    out.append(bytes([9, 0x28, 0, 0, 0, 0, 0, 0, 0]) + targets.SEP.join(plain))
+    out.append(bytes([9, 0x28, 0, 0, 0, 0, 0, 0, 0, 0]) + targets.SEP.join(plain))
     rows = [(b"k", b"v" * 30, [])] * 3
     for sequence in (0, 3, 6, 6, 20):
         batch = _lane_time(rec.build_batch(rows, producer_id=1, producer_epoch=0, base_sequence=sequence))
-        out.append(bytes([0x80 | 6, 0x20, 0, 0, 0, 0, 0, 0, 0]) + batch)
+        out.append(bytes([0x80 | 6, 0x20, 0, 0, 0, 0, 0, 0, 0, 2 if sequence == 6 else 0]) + batch)
     return out
 
 

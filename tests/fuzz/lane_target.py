@@ -19,7 +19,10 @@ Input layout:
 * byte 2: the lz4 frame's options: bits 0-1 block size, bit 2 content checksum, bit 3 block checksums,
   bit 4 independent blocks, bit 5 no content size; bits 6-7 how many bytes of the frame to change
   afterwards (each by a (position, xor) pair from bytes 3-8).
-* bytes 9-: up to :data:`MAX_BATCHES` batches separated by :data:`SEP`, one per partition entry
+* byte 9: the brokers' settings for this input: bit 0 ``mock.produce.validation=envelope``, bit 1
+  ``mock.produce.reused.sequences=reject``, bits 2-7 (n > 0) a memory cap ``mock.log.max.total.bytes``
+  n KiB above what is stored (both brokers get the same settings; the lane re-reads them).
+* bytes 10-: up to :data:`MAX_BATCHES` batches separated by :data:`SEP`, one per partition entry
   (partition first, first + 1, ...); each gets magic 2 and its length and CRC fixed.
 """
 
@@ -38,6 +41,7 @@ from mockbroker.server import dispatch, warm_up
 from tests.fuzz.record_targets import SEP, Finding
 
 MAX_BATCHES = 4
+HEAD = 10  # bytes before the batches
 INPUTS_PER_PAIR = 100  # inputs two brokers see before a fresh pair (their state is compared after each)
 WAYS = ("staging", "whole", "", "staging")
 ACKS = (1, -1, 0, 1)
@@ -82,9 +86,9 @@ def _batch(raw: bytes, head: bytes) -> bytes:
 
 def produce_frame(data: bytes) -> tuple[bytes, int, str] | None:
     """(the Produce frame without its size, its version, the way the lane is offered it) for an input."""
-    if len(data) < 10:
+    if len(data) < HEAD + 1:
         return None
-    head, body = data[:9], data[9:]
+    head, body = data[:HEAD], data[HEAD:]
     version = 3 + (head[0] & 15) % 10
     names = topic_names()
     topic, first = names[head[1] & 7], (head[1] >> 3) & 3
@@ -95,6 +99,20 @@ def produce_frame(data: bytes) -> tuple[bytes, int, str] | None:
                                timeout_ms=1000, topic_data=[m.TopicProduceData(name=topic, partition_data=parts)])
     frame = api.to_bytes(api.encode_request(0, version, 7, request, "fuzz-lane"))[4:]
     return frame, version, WAYS[(head[0] >> 4) & 3]
+
+
+def _settle(state: Any, settings: int) -> None:
+    """The settings byte (9) applied to one broker's cluster state, each set only when it changes."""
+    config = state.config
+    wanted = {"mock.produce.validation": "envelope" if settings & 1 else "strict",
+              "mock.produce.reused.sequences": "reject" if settings & 2 else "duplicate",
+              "mock.log.max.total.bytes": state.memory_cap.total + (settings >> 2) * 1024 if settings >> 2 else None}
+    for key, value in wanted.items():
+        if config.get(key) != value:
+            if value is None:
+                config.reset(key)
+            else:
+                config.set(key, value)
 
 
 def _set_lane(on: bool) -> None:
@@ -117,6 +135,8 @@ def fuzz_lane(data: bytes) -> None:
         _PAIR[:] = [_bare_broker(), _bare_broker(), 0]
     lane, handler = _PAIR[0], _PAIR[1]
     _PAIR[2] += 1
+    for broker in (lane, handler):
+        _settle(broker.cluster, data[HEAD - 1])
     try:
         _set_lane(True)
         got_lane = _outcome(lane, frame, borrow=way)
