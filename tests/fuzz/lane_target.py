@@ -14,7 +14,7 @@ Input layout:
 * byte 0: bits 0-3 the Produce version (3 + n % 10); bits 4-5 how the lane is offered the frame
   (:data:`WAYS`); bit 6 the records part of each batch is compressed as one lz4 frame (byte 2 says
   how); bit 7 the batches get an idempotent producer (id 1-3 from byte 43, epoch 0, a small sequence).
-* byte 1: bits 0-2 the topic (:data:`TOPIC_NAMES`), bits 3-4 the first partition, bits 5-6 acks
+* byte 1: bits 0-2 the topic (:func:`topic_names`), bits 3-4 the first partition, bits 5-6 acks
   (:data:`ACKS`), bit 7 a transactional id.
 * byte 2: the lz4 frame's options: bits 0-1 block size, bit 2 content checksum, bit 3 block checksums,
   bit 4 independent blocks, bit 5 no content size; bits 6-7 how many bytes of the frame to change
@@ -36,9 +36,8 @@ import lz4.frame
 from mockbroker import records as rec
 from mockbroker.handlers import produce_lane
 from mockbroker.protocol import api
-from mockbroker.records import batch as batch_mod
 from mockbroker.server import dispatch, warm_up
-from tests.fuzz.record_targets import SEP, Finding
+from tests.fuzz.record_targets import SEP, Finding, _fix_v2
 
 MAX_BATCHES = 4
 HEAD = 10  # bytes before the batches
@@ -79,8 +78,7 @@ def _batch(raw: bytes, head: bytes) -> bytes:
         struct.pack_into(">h", buf, 21, (attributes & ~0x07) | rec.LZ4)
     if head[0] & 0x80:
         struct.pack_into(">qhi", buf, 43, 1 + buf[43] % 3, 0, struct.unpack_from(">i", buf, 53)[0] % 64)
-    struct.pack_into(">i", buf, 8, len(buf) - rec.LOG_OVERHEAD)
-    struct.pack_into(">I", buf, 17, batch_mod.crc32c(memoryview(buf)[21:]))
+    _fix_v2(buf)
     return bytes(buf)
 
 
