@@ -11,7 +11,7 @@ EDITABLE = $(BIN)/pip install -q --config-settings editable_mode=compat -e $(1) 
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q --upgrade pip 'setuptools>=77'  # 77: pyproject's SPDX license (for setup.py build_ext runs)
 
 $(VENV)/.installed: pyproject.toml setup.py mockbroker/records/_speedups.c mockbroker/records/batch_checks.h \
 		mockbroker/protocol/_fastproduce.c mockbroker/protocol/wire_reader.h mockbroker/handlers/_producelane.c \

@@ -58,12 +58,14 @@ def sanitized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     ignore = shutil.ignore_patterns("*.so", "__pycache__", "build", ".hypothesis")
     for name in ("mockbroker", "tests"):
         shutil.copytree(ROOT / name, copy / name, ignore=ignore)
-    for name in ("setup.py", "pyproject.toml"):
-        shutil.copy2(ROOT / name, copy / name)
+    shutil.copy2(ROOT / "setup.py", copy / "setup.py")
     env = {k: v for k, v in os.environ.items() if k not in ("MOCKBROKER_PURE_PYTHON", "LD_PRELOAD")}
+    # setup.py alone: build_ext needs only its ext_modules, and the venv's own setuptools (older than the
+    # isolated one pip builds with) may not read pyproject.toml's metadata; pytest's settings come after
     build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=copy, capture_output=True,
                            text=True, env=dict(env, CFLAGS=FLAGS, LDFLAGS="-fsanitize=address,undefined"), timeout=600)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    shutil.copy2(ROOT / "pyproject.toml", copy / "pyproject.toml")
     missing = [ext for ext in EXTENSIONS if not list(copy.glob(f"{ext}.*.so"))]
     assert not missing, f"not built under the sanitizers: {missing}\n{build.stderr[-3000:]}"
     # PYTHONMALLOC=malloc: every Python object comes from malloc, so ASan knows the bounds of the bytes
