@@ -167,10 +167,10 @@ class MemoryCap:
                              f"{topic.name}-{log.index}; produce refused")
         self.total += need
 
-    def added(self, log: PartitionLog, size_before: int, batches: int = 1) -> None:
-        """Count ``batches`` appended to ``log`` (which held ``size_before`` bytes) by a path that does
+    def added(self, log: PartitionLog, size_before: int) -> None:
+        """Count the one batch appended to ``log`` (which held ``size_before`` bytes) by a path that does
         not ask admit: records written from Python or the control API, transaction markers."""
-        self.total += log.size_bytes - size_before + BATCH_OVERHEAD * batches
+        self.total += log.size_bytes - size_before + BATCH_OVERHEAD
 
     def appended(self, topic: Any, log: PartitionLog, retention_bytes: int) -> None:
         """Apply retention.bytes at once to a partition far above it (see the module docstring).
