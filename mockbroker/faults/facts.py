@@ -159,9 +159,10 @@ def request_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
 
 
 def journal_about(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> tuple[str, Any]:
-    """What the request journal keeps of a request's facts, in its frozen form.  A Produce keeps its
-    topic and partition pairs as they came (the journal merges and sorts them when read: the same
-    summary, tests/faults check it), which spares the hottest request the Facts object and the sorting."""
+    """What the request journal keeps of a request's facts, in its frozen form.  A Produce or a Fetch
+    keeps its topic and partition pairs as they came (the journal merges and sorts them when read: the
+    same summary, tests/broker/test_facts.py checks it), which spares the hottest requests the Facts
+    object and the sorting."""
     if api_key == 0:
         pairs = []
         for td in body.topic_data:
@@ -170,6 +171,17 @@ def journal_about(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
                 pairs.append((name, tuple([pd.index for pd in td.partition_data])))
         txn = body.transactional_id
         return (PRODUCE_ABOUT, (tuple(pairs), txn if isinstance(txn, str) and txn else None))
+    if api_key == 1:  # Fetch, the next hottest (every long poll answered is one), in the same raw form
+        pairs = []
+        for t in body.topics:
+            name = t.topic or _topic_name(t, topics_by_id)
+            if name is not None:
+                pairs.append((name, tuple([p.partition for p in t.partitions])))
+        for t in body.forgotten_topics_data or ():
+            name = t.topic or _topic_name(t, topics_by_id)
+            if name is not None:
+                pairs.append((name, tuple(t.partitions)))
+        return (PRODUCE_ABOUT, (tuple(pairs), None))
     return request_facts(api_key, body, topics_by_id).frozen()
 
 

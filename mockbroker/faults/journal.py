@@ -110,12 +110,14 @@ def _thaw(value: Any) -> Any:
     return value
 
 
-PRODUCE_ABOUT = "p"  # ("p", (((topic, (partition, ...)), ...), transactional id)): see facts.journal_about
+# ("p", (((topic, (partition, ...)), ...), transactional id)): a Produce's or a Fetch's facts as they came
+# (see facts.journal_about)
+PRODUCE_ABOUT = "p"
 
 
 def _thaw_produce(items: tuple[Any, ...]) -> dict[str, Any]:
-    """A Produce's facts as taken on the hot path (topic and partition pairs as they came), in the
-    summary form every other request's facts have."""
+    """A Produce's or a Fetch's facts as taken on the hot path (topic and partition pairs as they came),
+    in the summary form every other request's facts have."""
     from mockbroker.faults.facts import Facts  # facts imports this module; reading entries is not hot
 
     pairs, transactional_id = items

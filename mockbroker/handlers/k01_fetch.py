@@ -128,6 +128,9 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
     part.error_code = log.epoch_error(w.leader_epoch if version >= 9 else -1)
     if part.error_code:
         return part, 0
+    if w.fetch_offset == log.next_offset:  # at the end (most partitions of a long poll's answer): nothing to read
+        part.records = b""
+        return part, 0
     try:
         result = log.read(w.fetch_offset, min(w.max_bytes, budget), first_always=first or version < 3,
                           end_offset=stable if isolation else None)
@@ -194,40 +197,74 @@ def handle(ctx: Any, req: Any) -> Any:
         wanted, session, incremental = _resolve(ctx, req)
     except KafkaError as exc:
         return RESP.FetchResponse(error_code=exc.code, session_id=0, responses=[])
+    if req.min_bytes > 0 and req.max_wait_ms > 0 and _all_at_the_end(wanted, ctx.api_version) \
+            and not ctx.connection.closed:  # the usual long poll: no partition has anything to answer
+        return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted]).answer  # type: ignore[arg-type]
     parts, total, errors = _collect(ctx, req, wanted)
     logs = [w.log for w in wanted if w.log is not None]
-    if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not logs:
+    if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not logs or ctx.connection.closed:
         return _build(ctx, parts, session, incremental)
-    return _long_poll(ctx, req, wanted, session, incremental, logs, parts)
+    return _LongPoll(ctx, req, wanted, session, incremental, logs).answer
 
 
-async def _long_poll(ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None,
-                     incremental: bool, logs: list[PartitionLog], parts: list[tuple[Wanted, Any]]) -> Any:
-    woken = asyncio.Event()
+def _all_at_the_end(wanted: list[Wanted], version: int) -> bool:
+    """Whether :func:`_collect` would find no bytes and no error: every partition found, its leader
+    epoch current and the fetch offset at its log's end (where a read returns nothing).  Checked
+    before reading so that a fetch that will wait builds no partition answers first."""
+    if not wanted:
+        return False
+    for w in wanted:
+        log = w.log
+        if log is None or w.error or w.fetch_offset != log.next_offset or log.epoch_error(
+                w.leader_epoch if version >= 9 else -1):
+            return False
+    return True
 
-    def wake(_log: PartitionLog) -> None:
-        woken.set()
 
-    for log in logs:
-        log.listeners.append(wake)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000
-    try:
-        while not ctx.connection.closed:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            woken.clear()
-            try:
-                await asyncio.wait_for(woken.wait(), remaining)
-            except TimeoutError:
-                break
-            parts, total, errors = _collect(ctx, req, wanted)
-            if total >= req.min_bytes or errors:
-                break
-    finally:
+class _LongPoll:
+    """A Fetch waiting for min_bytes: its answer is a Future the appends to its partitions resolve.
+
+    It is its partitions' listener: an append calls it, and it asks the event loop for one
+    :meth:`_check` (however many appends come before that runs), which reads the partitions and
+    answers with what it read once min_bytes are there (or an error, or the connection closed).  A
+    timer answers at max_wait_ms.  No coroutine: callbacks on one Future (dispatch encodes the answer
+    in one too), where a coroutine waiting on an Event with ``wait_for`` took two Tasks and more loop
+    passes per answer (a long poll answered ~20 % cheaper, bench/NOTES.md)."""
+
+    __slots__ = ("answer", "ctx", "incremental", "logs", "req", "scheduled", "session", "timer", "wanted")
+
+    def __init__(self, ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None, incremental: bool,
+                 logs: list[PartitionLog]) -> None:
+        loop = asyncio.get_running_loop()
+        self.ctx, self.req, self.wanted, self.session, self.incremental, self.logs = (
+            ctx, req, wanted, session, incremental, logs)
+        self.scheduled = False
+        self.answer: asyncio.Future[Any] = loop.create_future()
         for log in logs:
-            if wake in log.listeners:
-                log.listeners.remove(wake)
-    parts, _total, _errors = _collect(ctx, req, wanted)
-    return _build(ctx, parts, session, incremental)
+            log.listeners.append(self)  # itself, not a bound method (which would hold a cycle to collect)
+        self.timer = loop.call_later(min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000, self._expire)
+        self.answer.add_done_callback(self._done)  # answered, or cancelled (the connection went away)
+
+    def __call__(self, _log: PartitionLog) -> None:
+        if not self.scheduled:
+            self.scheduled = True
+            self.answer.get_loop().call_soon(self._check)
+
+    def _check(self) -> None:
+        self.scheduled = False
+        if self.answer.done():
+            return
+        parts, total, errors = _collect(self.ctx, self.req, self.wanted)
+        if total >= self.req.min_bytes or errors or self.ctx.connection.closed:
+            self.answer.set_result(_build(self.ctx, parts, self.session, self.incremental))
+
+    def _expire(self) -> None:
+        if not self.answer.done():
+            parts, _total, _errors = _collect(self.ctx, self.req, self.wanted)
+            self.answer.set_result(_build(self.ctx, parts, self.session, self.incremental))
+
+    def _done(self, _answer: asyncio.Future[Any]) -> None:
+        self.timer.cancel()
+        for log in self.logs:
+            if self in log.listeners:
+                log.listeners.remove(self)

@@ -233,7 +233,8 @@ def _journaled(ctx: RequestContext, fn: Any, request: Any, name: str) -> list[An
         journal.finish(entry, (time.perf_counter() - started) * 1000, "closed")
         raise
     if _pending(body):
-        return _finish(ctx, body, lambda answer: _journal_answer(ctx, entry, started, answer))
+        finish = lambda answer: _journal_answer(ctx, entry, started, answer)  # noqa: E731
+        return _chain(ctx, body, finish) if isinstance(body, asyncio.Future) else _finish(ctx, body, finish)
     return _journal_answer(ctx, entry, started, body)
 
 
@@ -262,7 +263,7 @@ def _pending(body: Any) -> bool:
 
 def _answer(ctx: RequestContext, body: Any, finish: Any) -> list[Any] | Awaitable[Any] | None:
     if _pending(body):
-        return _finish(ctx, body, finish)
+        return _chain(ctx, body, finish) if isinstance(body, asyncio.Future) else _finish(ctx, body, finish)
     if finish is not None:
         return finish(body)
     if body is NO_RESPONSE:
@@ -283,6 +284,59 @@ async def _finish(ctx: RequestContext, pending: Awaitable[Any], finish: Any) -> 
     if body is NO_RESPONSE:
         return None
     return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
+
+
+def _chain(ctx: RequestContext, pending: asyncio.Future[Any], finish: Any) -> asyncio.Future[Any]:
+    """:func:`_finish` for an answer that is a Future (a long-polling Fetch), in callbacks: the encoded
+    answer is ready in the loop pass that resolves ``pending``, with no Task (the connection adds its
+    callback to the Future this returns; cancelling that, as a closing connection does, cancels
+    ``pending``)."""
+    outer: asyncio.Future[Any] = pending.get_loop().create_future()
+
+    def resolved(inner: asyncio.Future[Any]) -> None:
+        if inner.cancelled():
+            outer.cancel()
+            return
+        exc = inner.exception()
+        if outer.done():
+            return
+        if isinstance(exc, KafkaError):
+            exc = CloseConnection(f"{api.api_name(ctx.api_key)} v{ctx.api_version} failed: {exc}")
+        if exc is not None:
+            outer.set_exception(exc)
+            return
+        try:
+            if finish is not None:
+                result = finish(inner.result())
+            else:
+                body = inner.result()
+                result = None if body is NO_RESPONSE else api.encode_response(ctx.api_key, ctx.api_version,
+                                                                             ctx.correlation_id, body)
+        except Exception as failure:
+            outer.set_exception(failure)
+            return
+        if result is None or type(result) is list:  # the encoded answer (None: no response)
+            outer.set_result(result)
+        else:  # a throttled answer (client quotas): the rest in a Task
+            later = asyncio.ensure_future(result)
+            later.add_done_callback(lambda done: _copy_outcome(done, outer))
+
+    pending.add_done_callback(resolved)
+    outer.add_done_callback(lambda done: pending.cancel() if done.cancelled() else None)
+    return outer
+
+
+def _copy_outcome(source: asyncio.Future[Any], target: asyncio.Future[Any]) -> None:
+    if source.cancelled():
+        target.cancel()
+        return
+    exc = source.exception()
+    if target.done():
+        return
+    if exc is not None:
+        target.set_exception(exc)
+    else:
+        target.set_result(source.result())
 
 
 async def _hang(conn: Connection) -> None:

@@ -55,7 +55,7 @@ def test_frozen_facts_read_back_as_the_summary() -> None:
 
 
 def test_the_journal_form_of_every_request_reads_back_as_the_generic_summary() -> None:
-    for api_key, make, versions in ((0, _produce, (3, 9, 12, 13)), (1, _fetch, (4, 13))):
+    for api_key, make, versions in ((0, _produce, (3, 9, 12, 13)), (1, _fetch, (4, 7, 12, 13, 16))):
         for version in versions:
             body = make(version)  # type: ignore[operator]
             about = facts_module.journal_about(api_key, body, TOPICS_BY_ID)

@@ -1,0 +1,142 @@
+"""Long-polling Fetch over a real socket: what answers at once, what waits, min_bytes over several
+partitions, quotas on a waiting answer, and that no waiting fetch is left listening to a log."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from mockbroker import records as rec
+from mockbroker.cluster import MockCluster
+from mockbroker.errors import ErrorCode
+from mockbroker.protocol import api
+
+from .wire import WireClient, fetch_body, produce_body
+
+NOW = int(time.time() * 1000)
+
+
+@pytest.fixture
+def one() -> Iterator[MockCluster]:
+    with MockCluster(brokers=1, topics={"t": 2}) as c:
+        yield c
+
+
+def batch(n: int = 1) -> bytes:
+    return rec.build_batch([(b"k", b"v" * 100, [], NOW) for _ in range(n)])
+
+
+def produce_later(port: int, partition: int, delay_s: float) -> threading.Thread:
+    def run() -> None:
+        time.sleep(delay_s)
+        with WireClient(port) as p:
+            answer = p.call(0, 9, produce_body(9, "t", partition, batch()))
+            assert answer.responses[0].partition_responses[0].error_code == 0
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def listeners(cluster: MockCluster) -> int:
+    return sum(len(cluster.state.partition("t", p).listeners) for p in (0, 1))
+
+
+def test_a_fetch_at_the_end_with_a_bad_epoch_or_offset_is_answered_at_once(one: MockCluster) -> None:
+    """Everything a read would refuse answers without waiting, even where the offset is the log's end."""
+    with WireClient(one.brokers[0].port) as c:
+        c.call(0, 9, produce_body(9, "t", 0, batch(2)))
+        one.call(one.state.partition("t", 0).bump_leader_epoch)
+        cases = [(2, 0, ErrorCode.FENCED_LEADER_EPOCH), (2, 5, ErrorCode.UNKNOWN_LEADER_EPOCH),
+                 (3, -1, ErrorCode.OFFSET_OUT_OF_RANGE)]
+        for offset, epoch, code in cases:
+            start = time.monotonic()
+            part = c.call(1, 12, fetch_body("t", 0, offset, max_wait_ms=10_000, leader_epoch=epoch))
+            assert part.responses[0].partitions[0].error_code == code
+            assert time.monotonic() - start < 3, code
+        start = time.monotonic()
+        unknown = c.call(1, 12, fetch_body("t", 7, 0, max_wait_ms=10_000)).responses[0].partitions[0]
+        assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and time.monotonic() - start < 3
+        at_end = c.call(1, 12, fetch_body("t", 0, 2, max_wait_ms=0)).responses[0].partitions[0]
+        assert (at_end.error_code, at_end.high_watermark, at_end.records) == (0, 2, b"")
+    assert listeners(one) == 0
+
+
+def test_a_long_poll_over_two_partitions_answers_when_min_bytes_are_there(one: MockCluster) -> None:
+    """The first append is below min_bytes: the fetch waits on; the second brings both batches."""
+    port = one.brokers[0].port
+    size = len(batch())
+    m = api.request_module(1)
+    body = fetch_body("t", 0, 0, max_wait_ms=10_000, min_bytes=size + 1)
+    body.topics[0].partitions.append(m.FetchPartition(partition=1, fetch_offset=0, partition_max_bytes=1 << 20,
+                                                      current_leader_epoch=-1))
+    with WireClient(port) as c:
+        first, second = produce_later(port, 0, 0.2), produce_later(port, 1, 0.6)
+        start = time.monotonic()
+        answer = c.call(1, 12, body)
+        waited = time.monotonic() - start
+        first.join(5)
+        second.join(5)
+    parts = {p.partition_index: p for p in answer.responses[0].partitions}
+    assert 0.5 < waited < 5
+    assert [(parts[i].high_watermark, len(parts[i].records)) for i in (0, 1)] == [(1, size), (1, size)]
+    assert listeners(one) == 0
+
+
+def test_several_long_polls_on_one_partition_are_all_answered_by_one_append(one: MockCluster) -> None:
+    port = one.brokers[0].port
+    clients = [WireClient(port) for _ in range(5)]
+    try:
+        for c in clients:
+            c.send(1, 12, fetch_body("t", 1, 0, max_wait_ms=10_000))
+        time.sleep(0.2)
+        assert listeners(one) == 5
+        produce_later(port, 1, 0).join(5)
+        for c in clients:
+            part = c.receive(1, 12)[1].responses[0].partitions[0]
+            assert (part.high_watermark, len(part.records)) == (1, len(batch()))
+    finally:
+        for c in clients:
+            c.sock.close()
+    assert listeners(one) == 0
+
+
+def test_a_long_poll_whose_client_goes_away_stops_listening(one: MockCluster) -> None:
+    with WireClient(one.brokers[0].port) as c:
+        c.send(1, 12, fetch_body("t", 0, 0, max_wait_ms=30_000))
+        time.sleep(0.2)
+        assert listeners(one) == 1
+        c.sock.shutdown(socket.SHUT_RDWR)
+    deadline = time.monotonic() + 5
+    while listeners(one) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert listeners(one) == 0
+    with WireClient(one.brokers[0].port) as c:  # the broker serves on
+        assert c.call(0, 9, produce_body(9, "t", 0, batch())).responses[0].partition_responses[0].error_code == 0
+
+
+@pytest.mark.parametrize("rate", [10_000_000, 1])
+def test_a_long_poll_answered_under_a_fetch_quota(one: MockCluster, rate: int) -> None:
+    """With a quota set, the waiting answer goes through quota accounting and the journal in callbacks:
+    within the quota it brings the record; over it (a batch is more than 1 B a second over the quota's
+    window), Kafka's throttled fetch: no partitions, the throttle time in the answer, the connection muted."""
+    one.set_quota({"client-id": "wire-test"}, consumer_byte_rate=rate)
+    port = one.brokers[0].port
+    with WireClient(port) as c:
+        produce_later(port, 0, 0.3)
+        start = time.monotonic()
+        answer = c.call(1, 12, fetch_body("t", 0, 0, max_wait_ms=10_000))
+        assert 0.2 < time.monotonic() - start < 5  # woken by the append
+    fetch = one.journal.entries(api="Fetch")[-1]
+    assert fetch.outcome == "answered" and fetch.about == {"topics": {"t": [0]}}
+    if rate > 1000:
+        part = answer.responses[0].partitions[0]
+        assert (part.high_watermark, len(part.records)) == (1, len(batch()))
+        assert answer.throttle_time_ms == 0 == fetch.throttle_ms
+    else:
+        assert answer.responses == [] and answer.throttle_time_ms > 0 and fetch.throttle_ms > 0
+    assert listeners(one) == 0
