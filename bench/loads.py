@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
 from bench.peers import Peer, wait_port
 from mockbroker.protocol import api
@@ -265,6 +266,50 @@ def produce_latency(peer: Peer, topic: str, rate: int = 1000, seconds: float = 2
         raise RuntimeError(f"{peer.name}: {len(latencies)} of {total} deliveries")
     latencies.sort()
     return latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.99)]
+
+
+def follow_latency(peer: Peer, topic: str, rate: int = 1000, seconds: float = 2.0) -> tuple[float, float]:
+    """p50 and p99 ms from produce() to a consumer following the topic receiving the record: one
+    confluent-kafka consumer assigned at the end of 4 partitions (long polls of fetch.wait.max.ms,
+    500 ms) while a producer sends one record per 1/rate s (acks=1, linger 0), as in a test that
+    produces and waits for its consumer.  The record carries its send time."""
+    peer.create_topic(topic, 4)
+    consumer = Consumer({"bootstrap.servers": peer.bootstrap, "group.id": "follow", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(4)])
+    latencies: list[float] = []
+    total = int(rate * seconds)
+
+    def follow() -> None:
+        deadline = time.monotonic() + seconds + 30
+        while len(latencies) < total and time.monotonic() < deadline:
+            m = consumer.poll(0.05)
+            if m is not None and m.error() is None:
+                latencies.append((time.perf_counter() - _SENT.unpack_from(m.value())[0]) * 1000)
+
+    consumer.poll(0.5)  # connected, and long-polling at the end of every partition
+    time.sleep(0.5)
+    reader = threading.Thread(target=follow)
+    reader.start()
+    producer = Producer({"bootstrap.servers": peer.bootstrap, "acks": 1, "linger.ms": 0})
+    producer.list_topics(topic, timeout=10)
+    padding = b"x" * (100 - _SENT.size)
+    start = time.perf_counter()
+    for i in range(total):
+        due = start + i / rate
+        while (now := time.perf_counter()) < due:
+            producer.poll(min(due - now, 0.0005))
+        producer.produce(topic, _SENT.pack(time.perf_counter()) + padding, partition=i % 4)
+        producer.poll(0)
+    producer.flush(30)
+    reader.join()
+    consumer.close()
+    if len(latencies) != total:
+        raise RuntimeError(f"{peer.name}: the consumer received {len(latencies)} of {total} records")
+    latencies.sort()
+    return latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.99)]
+
+
+_SENT = struct.Struct(">d")  # follow_latency's send time at the start of each record
 
 
 # -- start, join, metadata, memory -------------------------------------------------------------------

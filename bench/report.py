@@ -95,12 +95,17 @@ def _rows(rows: tuple[Row, ...], results: dict[str, Any], brokers: list[str], pe
         ratios = []
         for p in peers:
             r = ratio(row, values.get("mockbroker"), values.get(p))
-            cell = "-" if r is None else (f"**{r:.2f}**" if r <= 1.0 else f"{r:.2f}")
+            cell = "-" if r is None else (f"**{_ratio(r)}**" if r <= 1.0 else _ratio(r))
             spread = paired_quartiles(row, sampled.get("mockbroker"), sampled.get(p)) if r is not None else None
-            ratios.append(cell if spread is None else f"{cell} ({spread[0]:.2f}-{spread[1]:.2f})")
+            ratios.append(cell if spread is None else f"{cell} ({_ratio(spread[0])}-{_ratio(spread[1])})")
         lines.append(f"| {row.label} | {row.unit} | " + " | ".join(_cell(values.get(b)) for b in brokers)
                      + " | " + " | ".join(ratios) + " |")
     return lines
+
+
+def _ratio(r: float) -> str:
+    """Two decimals; two significant digits below 0.01 (a delivery 2,000 times sooner is not "0.00")."""
+    return f"{r:.2f}" if r >= 0.01 or r == 0 else f"{r:.2g}"
 
 
 def write_readme(doc: dict[str, Any], readme: Path = README) -> None:

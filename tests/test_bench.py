@@ -71,6 +71,14 @@ def test_report_rewrites_only_the_marked_readme_section(tmp_path: Path) -> None:
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_ratios_below_a_hundredth_keep_two_significant_digits() -> None:
+    doc = {"date": "2026-11-27", "machine": "test box", "repeat": 1, "brokers": ["mockbroker", "Tansu"],
+           "not_measured": {}, "results": {"follow_p50": {"mockbroker": 0.13, "Tansu": 125.0},
+                                           "lat_p50": {"mockbroker": 0.06, "Tansu": 0.1}}}
+    text = report.markdown(doc)
+    assert "| **0.001** |" in text and "| **0.60** |" in text
+
+
 def test_committed_results_cover_every_row() -> None:
     doc = json.loads((ROOT / "bench" / "results.json").read_text())
     assert {row.key for row in ROWS + CPU_ROWS} <= set(doc["results"]), "rerun make bench after adding a row"
