@@ -229,7 +229,7 @@ class _LongPoll:
     answers with what it read once min_bytes are there (or an error, or the connection closed).  A
     timer answers at max_wait_ms.  No coroutine: callbacks on one Future (dispatch encodes the answer
     in one too), where a coroutine waiting on an Event with ``wait_for`` took two Tasks and more loop
-    passes per answer (a long poll answered ~20 % cheaper, bench/NOTES.md)."""
+    passes per answer (a long-poll cycle ~30 % less CPU, bench/NOTES.md)."""
 
     __slots__ = ("answer", "ctx", "incremental", "logs", "req", "scheduled", "session", "timer", "wanted")
 

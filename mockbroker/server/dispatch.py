@@ -233,7 +233,9 @@ def _journaled(ctx: RequestContext, fn: Any, request: Any, name: str) -> list[An
         journal.finish(entry, (time.perf_counter() - started) * 1000, "closed")
         raise
     if _pending(body):
-        finish = lambda answer: _journal_answer(ctx, entry, started, answer)  # noqa: E731
+        def finish(answer: Any) -> list[Any] | None:
+            return _journal_answer(ctx, entry, started, answer)
+
         return _chain(ctx, body, finish) if isinstance(body, asyncio.Future) else _finish(ctx, body, finish)
     return _journal_answer(ctx, entry, started, body)
 
@@ -287,10 +289,9 @@ async def _finish(ctx: RequestContext, pending: Awaitable[Any], finish: Any) -> 
 
 
 def _chain(ctx: RequestContext, pending: asyncio.Future[Any], finish: Any) -> asyncio.Future[Any]:
-    """:func:`_finish` for an answer that is a Future (a long-polling Fetch), in callbacks: the encoded
-    answer is ready in the loop pass that resolves ``pending``, with no Task (the connection adds its
-    callback to the Future this returns; cancelling that, as a closing connection does, cancels
-    ``pending``)."""
+    """:func:`_finish` for an answer that is a Future (a long-polling Fetch), without a Task: a callback
+    of ``pending`` finishes and encodes the answer into the Future this returns, which the connection
+    waits on (cancelling it, as a closing connection does, cancels ``pending``)."""
     outer: asyncio.Future[Any] = pending.get_loop().create_future()
 
     def resolved(inner: asyncio.Future[Any]) -> None:
