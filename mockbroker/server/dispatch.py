@@ -294,50 +294,46 @@ def _chain(ctx: RequestContext, pending: asyncio.Future[Any], finish: Any) -> as
     waits on (cancelling it, as a closing connection does, cancels ``pending``)."""
     outer: asyncio.Future[Any] = pending.get_loop().create_future()
 
-    def resolved(inner: asyncio.Future[Any]) -> None:
-        if inner.cancelled():
-            outer.cancel()
-            return
-        exc = inner.exception()
-        if outer.done():
-            return
-        if isinstance(exc, KafkaError):
-            exc = CloseConnection(f"{api.api_name(ctx.api_key)} v{ctx.api_version} failed: {exc}")
-        if exc is not None:
-            outer.set_exception(exc)
-            return
-        try:
-            if finish is not None:
-                result = finish(inner.result())
-            else:
-                body = inner.result()
-                result = None if body is NO_RESPONSE else api.encode_response(ctx.api_key, ctx.api_version,
-                                                                             ctx.correlation_id, body)
-        except Exception as failure:
-            outer.set_exception(failure)
-            return
-        if result is None or type(result) is list:  # the encoded answer (None: no response)
-            outer.set_result(result)
-        else:  # a throttled answer (client quotas): the rest in a Task
-            later = asyncio.ensure_future(result)
-            later.add_done_callback(lambda done: _copy_outcome(done, outer))
+    def encode(body: Any) -> list[Any] | None:
+        if finish is not None:
+            return finish(body)  # type: ignore[no-any-return]
+        return None if body is NO_RESPONSE else api.encode_response(ctx.api_key, ctx.api_version,
+                                                                    ctx.correlation_id, body)
 
-    pending.add_done_callback(resolved)
+    pending.add_done_callback(lambda done: _settle(ctx, outer, done, encode))
     outer.add_done_callback(lambda done: pending.cancel() if done.cancelled() else None)
     return outer
 
 
-def _copy_outcome(source: asyncio.Future[Any], target: asyncio.Future[Any]) -> None:
+def _settle(ctx: RequestContext, target: asyncio.Future[Any], source: asyncio.Future[Any], then: Any) -> None:
+    """Settle ``target`` from the finished ``source``: cancelled, failed (a KafkaError closes the
+    connection, as in :func:`_finish`), or with ``then(source's result)``, which is the encoded answer
+    (or None: no response) or, for a throttled one, an awaitable that settles ``target`` when done."""
     if source.cancelled():
         target.cancel()
         return
     exc = source.exception()
     if target.done():
         return
+    if isinstance(exc, KafkaError):
+        exc = CloseConnection(f"{api.api_name(ctx.api_key)} v{ctx.api_version} failed: {exc}")
     if exc is not None:
         target.set_exception(exc)
-    else:
-        target.set_result(source.result())
+        return
+    try:
+        result = then(source.result())
+    except Exception as failure:
+        target.set_exception(failure)
+        return
+    if result is None or type(result) is list:
+        target.set_result(result)
+    else:  # a throttled answer (client quotas): the rest in a Task
+        later = asyncio.ensure_future(result)
+        later.add_done_callback(lambda done: _settle(ctx, target, done, _same))
+
+
+def _same(result: Any) -> Any:
+    return result
 
 
 async def _hang(conn: Connection) -> None:
