@@ -57,7 +57,9 @@ def _sessions(ctx: Any) -> Any:
     return ctx.broker.fetch_sessions
 
 
-def _lookup(ctx: Any, name: str, topic_id: bytes, index: int, use_ids: bool) -> tuple[str, bytes, Any, int]:
+def _topic(ctx: Any, name: str, topic_id: bytes, use_ids: bool) -> tuple[str, bytes, Any, int]:
+    """A fetched topic, READ checked once for all its partitions (as Kafka authorizes the distinct
+    topics of a fetch): (name, topic id, the Topic or None, the error for its partitions)."""
     if not use_ids and not authz.authorize(ctx, authz.READ, authz.TOPIC, name):
         return name, topic_id, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
     try:
@@ -66,11 +68,18 @@ def _lookup(ctx: Any, name: str, topic_id: bytes, index: int, use_ids: bool) -> 
         return name, topic_id, None, exc.code
     if use_ids and not authz.authorize(ctx, authz.READ, authz.TOPIC, topic.name):
         return topic.name, topic.topic_id, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return topic.name, topic.topic_id, topic, 0
+
+
+def _partition(ctx: Any, found: tuple[str, bytes, Any, int], index: int) -> tuple[PartitionLog | None, int]:
+    """The log of partition ``index`` of a topic :func:`_topic` found, led here: (log, 0) or (None, error)."""
+    name, _topic_id, topic, error = found
+    if topic is None:
+        return None, error
     try:
-        log = ctx.cluster.leader_partition(topic.name, index, ctx.broker_id)
+        return ctx.cluster.leader_partition(name, index, ctx.broker_id, topic), 0
     except KafkaError as exc:
-        return topic.name, topic.topic_id, None, exc.code
-    return topic.name, topic.topic_id, log, 0
+        return None, exc.code
 
 
 def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, bool]:
@@ -78,8 +87,10 @@ def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, boo
     use_ids = ctx.api_version >= 13
     requested = []
     for t in req.topics:
+        found = _topic(ctx, t.topic, t.topic_id, use_ids)
+        name, tid = found[0], found[1]
         for p in t.partitions:
-            name, tid, log, err = _lookup(ctx, t.topic, t.topic_id, p.partition, use_ids)
+            log, err = _partition(ctx, found, p.partition)
             requested.append(Wanted(name, tid, p.partition, p.fetch_offset, p.partition_max_bytes,
                                     p.current_leader_epoch, log, err))
     if ctx.api_version < 7 or (req.session_id == 0 and req.session_epoch == FINAL_EPOCH):
@@ -107,9 +118,13 @@ def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, boo
         for index in f.partitions:
             session.partitions.pop((name, index), None)
     wanted = []
+    topics: dict[str, tuple[str, bytes, Any, int]] = {}
     for (name, index), sp in session.partitions.items():
-        name2, tid, log, err = _lookup(ctx, name, sp.topic_id, index, False)
-        wanted.append(Wanted(name2, tid or sp.topic_id, index, sp.fetch_offset, sp.max_bytes,
+        found = topics.get(name)
+        if found is None:
+            found = topics[name] = _topic(ctx, name, sp.topic_id, False)
+        log, err = _partition(ctx, found, index)
+        wanted.append(Wanted(found[0], found[1] or sp.topic_id, index, sp.fetch_offset, sp.max_bytes,
                              sp.current_leader_epoch, log, err))
     return wanted, session, True
 

@@ -56,6 +56,25 @@ def test_fetch_and_offset_for_leader_epoch(c: MockCluster, w: WireClient) -> Non
     assert [t.partitions[0].error_code for t in resp.topics] == [0, E.TOPIC_AUTHORIZATION_FAILED]
 
 
+def test_a_fetch_is_authorized_once_per_topic(c: MockCluster, w: WireClient, caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka authorizes the distinct topics of a fetch: two partitions of a denied topic are both
+    refused, with one "Denied" log line; the allowed topic's partitions in the same fetch are served."""
+    c.add_acl("TOPIC", "secret", ME, "READ")
+    body = fetch_body("orders", 0, 0)
+    m = R[1]
+    body.topics[0].partitions.append(m.FetchPartition(partition=1, fetch_offset=0, partition_max_bytes=1 << 20,
+                                                      current_leader_epoch=-1))
+    body.topics.append(m.FetchTopic(topic="secret", partitions=[m.FetchPartition(partition=0, fetch_offset=0,
+                                                                                 partition_max_bytes=1 << 20)]))
+    with caplog.at_level("INFO", logger="mockbroker.authz"):
+        answer = w.call(1, 12, body)
+    codes = {(t.topic, p.partition_index): p.error_code for t in answer.responses for p in t.partitions}
+    assert codes == {("orders", 0): E.TOPIC_AUTHORIZATION_FAILED, ("orders", 1): E.TOPIC_AUTHORIZATION_FAILED,
+                     ("secret", 0): 0}
+    denied = [r for r in caplog.records if "Denied" in r.getMessage()]
+    assert len(denied) == 1 and "TOPIC:orders" in denied[0].getMessage()
+
+
 def test_offset_commit_and_fetch(c: MockCluster, w: WireClient) -> None:
     m8, m9 = R[8], R[9]
 
