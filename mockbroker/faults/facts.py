@@ -117,30 +117,53 @@ def _walk(obj: Struct, facts: Facts, topics_by_id: dict[bytes, Any], depth: int)
                 _walk(item, facts, topics_by_id, depth + 1)
 
 
-def _produce_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
-    """Produce, the hottest request, without the generic walk (same result: tests/faults check it)."""
-    facts = Facts()
+Pairs = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+def _produce_pairs(body: Any, topics_by_id: dict[bytes, Any]) -> Pairs:
+    """A Produce's (topic, partitions) pairs as they came; a topic id naming no topic is left out."""
+    pairs = []
     for td in body.topic_data:
-        name = _topic_name(td, topics_by_id)
+        name = td.name or _topic_name(td, topics_by_id)
         if name is not None:
-            facts.topics.setdefault(name, set()).update(pd.index for pd in td.partition_data)
+            pairs.append((name, tuple([pd.index for pd in td.partition_data])))
+    return tuple(pairs)
+
+
+def _fetch_pairs(body: Any, topics_by_id: dict[bytes, Any]) -> Pairs:
+    """A Fetch's (topic, partitions) pairs as they came, its forgotten topics' included."""
+    pairs = []
+    for t in body.topics:
+        name = t.topic or _topic_name(t, topics_by_id)
+        if name is not None:
+            pairs.append((name, tuple([p.partition for p in t.partitions])))
+    for t in body.forgotten_topics_data or ():
+        name = t.topic or _topic_name(t, topics_by_id)
+        if name is not None:
+            pairs.append((name, tuple(t.partitions)))
+    return tuple(pairs)
+
+
+def _transactional_id(body: Any) -> str | None:
     txn = body.transactional_id
-    if isinstance(txn, str) and txn:
-        facts.transactional_id = txn
+    return txn if isinstance(txn, str) and txn else None
+
+
+def facts_from_pairs(pairs: Pairs, transactional_id: str | None) -> Facts:
+    """Facts from topic and partition pairs (a topic may come more than once)."""
+    facts = Facts(transactional_id=transactional_id)
+    for name, partitions in pairs:
+        facts.topics.setdefault(name, set()).update(partitions)
     return facts
+
+
+def _produce_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
+    """Produce, the hottest request, without the generic walk (same result: tests/broker/test_facts.py)."""
+    return facts_from_pairs(_produce_pairs(body, topics_by_id), _transactional_id(body))
 
 
 def _fetch_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
-    facts = Facts()
-    for t in body.topics:
-        name = _topic_name(t, topics_by_id)
-        if name is not None:
-            facts.topics.setdefault(name, set()).update(p.partition for p in t.partitions)
-    for t in body.forgotten_topics_data or ():
-        name = _topic_name(t, topics_by_id)
-        if name is not None:
-            facts.topics.setdefault(name, set()).update(t.partitions)
-    return facts
+    return facts_from_pairs(_fetch_pairs(body, topics_by_id), None)
 
 
 def _no_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
@@ -164,24 +187,9 @@ def journal_about(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
     same summary, tests/broker/test_facts.py checks it), which spares the hottest requests the Facts
     object and the sorting."""
     if api_key == 0:
-        pairs = []
-        for td in body.topic_data:
-            name = td.name or _topic_name(td, topics_by_id)  # None: a topic id naming no topic, left out
-            if name is not None:
-                pairs.append((name, tuple([pd.index for pd in td.partition_data])))
-        txn = body.transactional_id
-        return (PRODUCE_ABOUT, (tuple(pairs), txn if isinstance(txn, str) and txn else None))
-    if api_key == 1:  # Fetch, the next hottest (every long poll answered is one), in the same raw form
-        pairs = []
-        for t in body.topics:
-            name = t.topic or _topic_name(t, topics_by_id)
-            if name is not None:
-                pairs.append((name, tuple([p.partition for p in t.partitions])))
-        for t in body.forgotten_topics_data or ():
-            name = t.topic or _topic_name(t, topics_by_id)
-            if name is not None:
-                pairs.append((name, tuple(t.partitions)))
-        return (PRODUCE_ABOUT, (tuple(pairs), None))
+        return (PRODUCE_ABOUT, (_produce_pairs(body, topics_by_id), _transactional_id(body)))
+    if api_key == 1:  # Fetch, the next hottest (every long poll answered is one)
+        return (PRODUCE_ABOUT, (_fetch_pairs(body, topics_by_id), None))
     return request_facts(api_key, body, topics_by_id).frozen()
 
 

@@ -118,13 +118,10 @@ PRODUCE_ABOUT = "p"
 def _thaw_produce(items: tuple[Any, ...]) -> dict[str, Any]:
     """A Produce's or a Fetch's facts as taken on the hot path (topic and partition pairs as they came),
     in the summary form every other request's facts have."""
-    from mockbroker.faults.facts import Facts  # facts imports this module; reading entries is not hot
+    from mockbroker.faults.facts import facts_from_pairs  # facts imports this module; reading entries is not hot
 
     pairs, transactional_id = items
-    facts = Facts(transactional_id=transactional_id)
-    for name, partitions in pairs:
-        facts.topics.setdefault(name, set()).update(partitions)
-    return facts.summary()
+    return facts_from_pairs(pairs, transactional_id).summary()
 
 
 class Journal:
