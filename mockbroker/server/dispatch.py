@@ -268,6 +268,11 @@ def _answer(ctx: RequestContext, body: Any, finish: Any) -> list[Any] | Awaitabl
         return _chain(ctx, body, finish) if isinstance(body, asyncio.Future) else _finish(ctx, body, finish)
     if finish is not None:
         return finish(body)
+    return _encoded(ctx, body)
+
+
+def _encoded(ctx: RequestContext, body: Any) -> list[Any] | None:
+    """A handler's answer body as the frame's buffers (None: the request gets no response)."""
     if body is NO_RESPONSE:
         return None
     return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
@@ -283,9 +288,7 @@ async def _finish(ctx: RequestContext, pending: Awaitable[Any], finish: Any) -> 
         if inspect.isawaitable(result):  # a throttled answer (client quotas)
             return await result  # type: ignore[no-any-return]
         return result  # type: ignore[no-any-return]
-    if body is NO_RESPONSE:
-        return None
-    return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
+    return _encoded(ctx, body)
 
 
 def _chain(ctx: RequestContext, pending: asyncio.Future[Any], finish: Any) -> asyncio.Future[Any]:
@@ -293,14 +296,8 @@ def _chain(ctx: RequestContext, pending: asyncio.Future[Any], finish: Any) -> as
     of ``pending`` finishes and encodes the answer into the Future this returns, which the connection
     waits on (cancelling it, as a closing connection does, cancels ``pending``)."""
     outer: asyncio.Future[Any] = pending.get_loop().create_future()
-
-    def encode(body: Any) -> list[Any] | None:
-        if finish is not None:
-            return finish(body)  # type: ignore[no-any-return]
-        return None if body is NO_RESPONSE else api.encode_response(ctx.api_key, ctx.api_version,
-                                                                    ctx.correlation_id, body)
-
-    pending.add_done_callback(lambda done: _settle(ctx, outer, done, encode))
+    then = finish if finish is not None else lambda body: _encoded(ctx, body)
+    pending.add_done_callback(lambda done: _settle(ctx, outer, done, then))
     outer.add_done_callback(lambda done: pending.cancel() if done.cancelled() else None)
     return outer
 
