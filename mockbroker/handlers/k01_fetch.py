@@ -33,6 +33,7 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
+from mockbroker.server.pending import Pending
 from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from mockbroker.state.log import PartitionLog
 
@@ -237,24 +238,25 @@ def _all_at_the_end(wanted: list[Wanted], version: int) -> bool:
 
 
 class _LongPoll:
-    """A Fetch waiting for min_bytes: its answer is a Future the appends to its partitions resolve.
+    """A Fetch waiting for min_bytes: its answer is a Pending the appends to its partitions settle.
 
     It is its partitions' listener: an append calls it, and it asks the event loop for one
     :meth:`_check` (however many appends come before that runs), which reads the partitions and
     answers with what it read once min_bytes are there (or an error, or the connection closed).  A
-    timer answers at max_wait_ms.  No coroutine: callbacks on one Future (dispatch encodes the answer
-    in one too), where a coroutine waiting on an Event with ``wait_for`` took two Tasks and more loop
-    passes per answer (a long-poll cycle ~30 % less CPU, bench/NOTES.md)."""
+    timer answers at max_wait_ms.  No coroutine and no Future: settling the Pending journals, encodes
+    and writes the answer in the same call (mockbroker.server.pending), where a coroutine waiting on an
+    Event with ``wait_for`` took two Tasks, and Futures a loop pass per callback (bench/NOTES.md "Long
+    polls")."""
 
-    __slots__ = ("answer", "ctx", "incremental", "logs", "req", "scheduled", "session", "timer", "wanted")
+    __slots__ = ("answer", "ctx", "incremental", "logs", "loop", "req", "scheduled", "session", "timer", "wanted")
 
     def __init__(self, ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None, incremental: bool,
                  logs: list[PartitionLog]) -> None:
-        loop = asyncio.get_running_loop()
+        self.loop = loop = asyncio.get_running_loop()
         self.ctx, self.req, self.wanted, self.session, self.incremental, self.logs = (
             ctx, req, wanted, session, incremental, logs)
         self.scheduled = False
-        self.answer: asyncio.Future[Any] = loop.create_future()
+        self.answer = Pending()
         for log in logs:
             log.listeners.append(self)  # itself, not a bound method (which would hold a cycle to collect)
         self.timer = loop.call_later(min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000, self._expire)
@@ -263,23 +265,23 @@ class _LongPoll:
     def __call__(self, _log: PartitionLog) -> None:
         if not self.scheduled:
             self.scheduled = True
-            self.answer.get_loop().call_soon(self._check)
+            self.loop.call_soon(self._check)
 
     def _check(self) -> None:
         self.scheduled = False
-        if self.answer.done():
+        if self.answer.state:  # answered or cancelled meanwhile
             return
         parts, total, errors = _collect(self.ctx, self.req, self.wanted)
         if total >= self.req.min_bytes or errors or self.ctx.connection.closed:
-            self.answer.set_result(_build(self.ctx, parts, self.session, self.incremental))
+            self.answer.settle(_build(self.ctx, parts, self.session, self.incremental))
 
     def _expire(self) -> None:
-        if not self.answer.done():
+        if not self.answer.state:
             parts, _total, _errors = _collect(self.ctx, self.req, self.wanted)
-            self.answer.set_result(_build(self.ctx, parts, self.session, self.incremental))
+            self.answer.settle(_build(self.ctx, parts, self.session, self.incremental))
 
-    def _done(self, _answer: asyncio.Future[Any]) -> None:
-        self.timer.cancel()
+    def _done(self, _answer: Pending) -> None:
         for log in self.logs:
             if self in log.listeners:
                 log.listeners.remove(self)
+        self.timer.cancel()

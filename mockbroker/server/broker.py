@@ -22,6 +22,7 @@ from mockbroker.server.listen import bound_socket
 from mockbroker.server.listeners import ListenerSpec, broker_port
 
 if TYPE_CHECKING:
+    from mockbroker.server.pending import Pending
     from mockbroker.server.security import Security
     from mockbroker.state.cluster import ClusterState
     from mockbroker.state.fetch_sessions import FetchSessionCache
@@ -45,7 +46,7 @@ class BrokerServer:
         self.server: asyncio.base_events.Server | None = None  # the first listener's server
         self.servers: list[asyncio.base_events.Server] = []
         self.connections: set[Connection] = set()
-        self.tasks: set[asyncio.Future[Any]] = set()  # requests still being answered (long polls)
+        self.tasks: set[asyncio.Future[Any] | Pending] = set()  # requests still being answered (long polls)
         self.partitioned = False  # a network partition: connections hang, nothing is answered
         self.idle_sweep: asyncio.Task[None] | None = None  # closes idle connections (mockbroker.server.idle)
 
@@ -73,7 +74,7 @@ class BrokerServer:
         send_buffer = int(self.cluster.config["socket.send.buffer.bytes"])
         receive_buffer = int(self.cluster.config["socket.receive.buffer.bytes"])
 
-        def track(task: asyncio.Future[Any]) -> None:
+        def track(task: asyncio.Future[Any] | Pending) -> None:
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
@@ -144,6 +145,7 @@ class BrokerServer:
         pending = list(self.tasks)
         for task in pending:
             task.cancel()
+        pending = [task for task in pending if not task.done()]  # a Pending is done once cancelled, a Task later
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         for server in self.servers:

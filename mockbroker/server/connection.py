@@ -41,6 +41,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mockbroker.server.pending import Pending
+
 log = logging.getLogger("mockbroker.server")
 
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
@@ -209,7 +211,7 @@ class ConnectionMethods:
 
     def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
                  on_close: Callable[[Connection], None] | None = None,
-                 on_task: Callable[[asyncio.Future[Any]], None] | None = None,
+                 on_task: Callable[[asyncio.Future[Any] | Pending], None] | None = None,
                  listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT") -> None:
         self.broker_id = broker_id
         self.listener = listener  # the listener's name (Kafka's ListenerName) and its security protocol
@@ -237,7 +239,7 @@ class ConnectionMethods:
         # what an idle connection costs is a benchmark row); at most MAX_QUEUED_FRAMES + a read's worth
         self._queue: list[memoryview] = []
         self._busy = False
-        self.task: asyncio.Future[Any] | None = None
+        self.task: asyncio.Future[Any] | Pending | None = None
         self._paused_reading = False
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
@@ -349,7 +351,8 @@ class ConnectionMethods:
                 self.write(result)
             elif result is not None:
                 self._busy = True
-                self.task = asyncio.ensure_future(result)
+                # a Pending (a long poll) calls _async_done as it is settled; anything else is run as a Task
+                self.task = result if type(result) is Pending else asyncio.ensure_future(result)
                 self.task.add_done_callback(self._async_done)
                 if self.on_task is not None:
                     self.on_task(self.task)
@@ -360,7 +363,7 @@ class ConnectionMethods:
             return
         self._maybe_resume_reading()
 
-    def _async_done(self, task: asyncio.Future[Any]) -> None:
+    def _async_done(self, task: asyncio.Future[Any] | Pending) -> None:
         self._busy = False
         self.task = None
         if self.closed:

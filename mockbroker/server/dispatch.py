@@ -34,6 +34,7 @@ from mockbroker.protocol import api
 from mockbroker.protocol.runtime import Struct
 from mockbroker.server import throttle, warm_up
 from mockbroker.server.connection import CloseConnection, Connection
+from mockbroker.server.pending import Pending
 
 if TYPE_CHECKING:
     from mockbroker.server.broker import BrokerServer
@@ -232,11 +233,13 @@ def _journaled(ctx: RequestContext, fn: Any, request: Any, name: str) -> list[An
     except CloseConnection:
         journal.finish(entry, (time.perf_counter() - started) * 1000, "closed")
         raise
+    if type(body) is Pending:  # a long poll: journaled and encoded in the call that settles it
+        return body.then(lambda answer: _journal_answer(ctx, entry, started, answer))
     if _pending(body):
         def finish(answer: Any) -> list[Any] | None:
             return _journal_answer(ctx, entry, started, answer)
 
-        return _chain(ctx, body, finish) if isinstance(body, asyncio.Future) else _finish(ctx, body, finish)
+        return _finish(ctx, body, finish)
     return _journal_answer(ctx, entry, started, body)
 
 
@@ -264,8 +267,10 @@ def _pending(body: Any) -> bool:
 
 
 def _answer(ctx: RequestContext, body: Any, finish: Any) -> list[Any] | Awaitable[Any] | None:
-    if _pending(body):
-        return _chain(ctx, body, finish) if isinstance(body, asyncio.Future) else _finish(ctx, body, finish)
+    if finish is None and type(body) is Pending:  # a long poll: encoded in the call that settles it
+        return body.then(lambda answer: _encoded(ctx, answer))
+    if _pending(body):  # (a Pending under client quotas or fault rules too: their finish may take time)
+        return _finish(ctx, body, finish)
     if finish is not None:
         return finish(body)
     return _encoded(ctx, body)
@@ -289,48 +294,6 @@ async def _finish(ctx: RequestContext, pending: Awaitable[Any], finish: Any) -> 
             return await result  # type: ignore[no-any-return]
         return result  # type: ignore[no-any-return]
     return _encoded(ctx, body)
-
-
-def _chain(ctx: RequestContext, pending: asyncio.Future[Any], finish: Any) -> asyncio.Future[Any]:
-    """:func:`_finish` for an answer that is a Future (a long-polling Fetch), without a Task: a callback
-    of ``pending`` finishes and encodes the answer into the Future this returns, which the connection
-    waits on (cancelling it, as a closing connection does, cancels ``pending``)."""
-    outer: asyncio.Future[Any] = pending.get_loop().create_future()
-    then = finish if finish is not None else lambda body: _encoded(ctx, body)
-    pending.add_done_callback(lambda done: _settle(ctx, outer, done, then))
-    outer.add_done_callback(lambda done: pending.cancel() if done.cancelled() else None)
-    return outer
-
-
-def _settle(ctx: RequestContext, target: asyncio.Future[Any], source: asyncio.Future[Any], then: Any) -> None:
-    """Settle ``target`` from the finished ``source``: cancelled, failed (a KafkaError closes the
-    connection, as in :func:`_finish`), or with ``then(source's result)``, which is the encoded answer
-    (or None: no response) or, for a throttled one, an awaitable that settles ``target`` when done."""
-    if source.cancelled():
-        target.cancel()
-        return
-    exc = source.exception()
-    if target.done():
-        return
-    if isinstance(exc, KafkaError):
-        exc = CloseConnection(f"{api.api_name(ctx.api_key)} v{ctx.api_version} failed: {exc}")
-    if exc is not None:
-        target.set_exception(exc)
-        return
-    try:
-        result = then(source.result())
-    except Exception as failure:
-        target.set_exception(failure)
-        return
-    if result is None or type(result) is list:
-        target.set_result(result)
-    else:  # a throttled answer (client quotas): the rest in a Task
-        later = asyncio.ensure_future(result)
-        later.add_done_callback(lambda done: _settle(ctx, target, done, _same))
-
-
-def _same(result: Any) -> Any:
-    return result
 
 
 async def _hang(conn: Connection) -> None:

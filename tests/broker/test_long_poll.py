@@ -140,3 +140,35 @@ def test_a_long_poll_answered_under_a_fetch_quota(one: MockCluster, rate: int) -
     else:
         assert answer.responses == [] and answer.throttle_time_ms > 0 and fetch.throttle_ms > 0
     assert listeners(one) == 0
+
+
+def test_a_long_poll_under_a_delay_rule_answers_after_the_append_and_the_delay(one: MockCluster) -> None:
+    """A fault rule awaits the waiting answer (the rule's own delay comes after it)."""
+    one.add_fault(api="Fetch", action="delay", delay_ms=400)
+    port = one.brokers[0].port
+    with WireClient(port) as c:
+        produce_later(port, 0, 0.3)
+        start = time.monotonic()
+        part = c.call(1, 12, fetch_body("t", 0, 0, max_wait_ms=10_000)).responses[0].partitions[0]
+        assert 0.65 < time.monotonic() - start < 5
+    assert (part.high_watermark, len(part.records)) == (1, len(batch()))
+    fetch = one.journal.entries(api="Fetch")[-1]
+    assert fetch.outcome == "answered" and fetch.latency_ms >= 400 and fetch.faults
+    assert listeners(one) == 0
+
+
+def test_stopping_the_cluster_ends_a_waiting_long_poll() -> None:
+    cluster = MockCluster(brokers=1, topics={"t": 2}).start_background()
+    try:
+        with WireClient(cluster.brokers[0].port) as c:
+            c.send(1, 12, fetch_body("t", 0, 0, max_wait_ms=30_000))
+            time.sleep(0.2)
+            assert listeners(cluster) == 1
+            start = time.monotonic()
+            cluster.stop_background()
+            assert time.monotonic() - start < 5
+            c.sock.settimeout(5)
+            assert c.sock.recv(4) == b""  # closed, not answered
+        assert listeners(cluster) == 0
+    finally:
+        cluster.stop_background()
