@@ -132,20 +132,19 @@ def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, boo
 
 def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tuple[Any, int]:
     version = ctx.api_version
-    part = RESP.PartitionData(partition_index=w.partition, error_code=w.error, high_watermark=-1,
-                              last_stable_offset=-1, log_start_offset=-1,
-                              aborted_transactions=[] if isolation else None)
     log = w.log
     if log is None:
-        return part, 0
-    part.high_watermark = log.high_watermark
-    part.last_stable_offset = stable = log.last_stable_offset
-    part.log_start_offset = log.log_start_offset
-    part.error_code = log.epoch_error(w.leader_epoch if version >= 9 else -1)
-    if part.error_code:
-        return part, 0
-    if w.fetch_offset == log.next_offset:  # at the end (most partitions of a long poll's answer): nothing to read
-        part.records = b""
+        return RESP.PartitionData(partition_index=w.partition, error_code=w.error, high_watermark=-1,
+                                  last_stable_offset=-1, log_start_offset=-1,
+                                  aborted_transactions=[] if isolation else None), 0
+    error = log.epoch_error(w.leader_epoch if version >= 9 else -1)
+    stable = log.last_stable_offset
+    if w.fetch_offset == log.next_offset and not error:  # at the end (most partitions of a long poll's answer)
+        return _at_the_end(log, stable, isolation), 0
+    part = RESP.PartitionData(partition_index=w.partition, error_code=error, high_watermark=log.next_offset,
+                              last_stable_offset=stable, log_start_offset=log.log_start_offset,
+                              aborted_transactions=[] if isolation else None)
+    if error:
         return part, 0
     try:
         result = log.read(w.fetch_offset, min(w.max_bytes, budget), first_always=first or version < 3,
@@ -171,6 +170,21 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
         return part, len(part.records)
     part.records = result.buffers
     return part, result.size
+
+
+def _at_the_end(log: PartitionLog, stable: int, isolation: int) -> Any:
+    """The answer of a partition read at its log's end: nothing to read, and the same answer until the
+    log moves, so it is kept on the log and shared (answers never change a partition's answer once
+    made; a fault rule corrupting a batch skips empty ones)."""
+    key = (log.next_offset, stable, log.log_start_offset, isolation)
+    kept = log.answer_at_end
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    part = RESP.PartitionData(partition_index=log.index, error_code=0, high_watermark=log.next_offset,
+                              last_stable_offset=stable, log_start_offset=log.log_start_offset,
+                              aborted_transactions=[] if isolation else None, records=b"")
+    log.answer_at_end = (key, part)
+    return part
 
 
 def _collect(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[tuple[Wanted, Any]], int, bool]:

@@ -51,8 +51,8 @@ class PartitionLog:
     """One partition: batches in offset order; the high watermark is the next offset.  Slotted: the C
     produce lane reads and writes these fields in place (``log_get``/``log_set`` in _producelane.c)."""
 
-    __slots__ = ("__weakref__", "_bases", "batches", "epoch_starts", "index", "leader", "leader_epoch", "listeners",
-                 "log_start_offset", "next_offset", "producers", "replicas", "size_bytes", "topic")
+    __slots__ = ("__weakref__", "_bases", "answer_at_end", "batches", "epoch_starts", "index", "leader", "leader_epoch",
+                 "listeners", "log_start_offset", "next_offset", "producers", "replicas", "size_bytes", "topic")
 
     def __init__(self, topic: str, index: int, leader: int, replicas: list[int]) -> None:
         self.topic = topic
@@ -68,6 +68,7 @@ class PartitionLog:
         self.size_bytes = 0
         self.listeners: list[Callable[[PartitionLog], None]] = []
         self.producers = PartitionProducers()
+        self.answer_at_end: Any = None  # (key, answer): a Fetch's answer for a read at the end (handlers/k01_fetch)
 
     @property
     def high_watermark(self) -> int:

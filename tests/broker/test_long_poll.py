@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -172,3 +173,29 @@ def test_stopping_the_cluster_ends_a_waiting_long_poll() -> None:
         assert listeners(cluster) == 0
     finally:
         cluster.stop_background()
+
+
+def test_a_partition_read_at_its_end_answers_the_log_as_it_is_now(one: MockCluster) -> None:
+    """The answer for a read at the end is kept on the log and shared: it must follow the log start
+    (DeleteRecords moves it without an append), appends and the isolation level."""
+    port = one.brokers[0].port
+
+    def at_end(offset: int, isolation: int = 0) -> Any:
+        body = fetch_body("t", 0, offset)
+        body.isolation_level = isolation
+        return c.call(1, 12, body).responses[0].partitions[0]
+
+    with WireClient(port) as c:
+        c.call(0, 9, produce_body(9, "t", 0, batch(2)))
+        first = at_end(2)
+        assert (first.high_watermark, first.log_start_offset, first.records) == (2, 0, b"")
+        assert at_end(2).log_start_offset == 0
+        one.call(one.state.partition("t", 0).advance_log_start, 1)
+        moved = at_end(2)
+        assert (moved.high_watermark, moved.log_start_offset) == (2, 1)
+        committed, uncommitted = at_end(2, isolation=1), at_end(2, isolation=0)
+        assert (committed.aborted_transactions, uncommitted.aborted_transactions) == ([], None)
+        assert (committed.last_stable_offset, committed.high_watermark) == (2, 2)
+        c.call(0, 9, produce_body(9, "t", 0, batch(1)))
+        grown = at_end(3)
+        assert (grown.high_watermark, grown.last_stable_offset, grown.log_start_offset) == (3, 3, 1)
