@@ -144,6 +144,16 @@ def _fetch_pairs(body: Any, topics_by_id: dict[bytes, Any]) -> Pairs:
     return tuple(pairs)
 
 
+def _metadata_pairs(body: Any, topics_by_id: dict[bytes, Any]) -> Pairs:
+    """A Metadata request's topics (by name, or by id from v10), each with no partitions: whole topics."""
+    pairs = []
+    for t in body.topics or ():
+        name = t.name or _topic_name(t, topics_by_id)
+        if name is not None:
+            pairs.append((name, ()))
+    return tuple(pairs)
+
+
 def _transactional_id(body: Any) -> str | None:
     txn = body.transactional_id
     return txn if isinstance(txn, str) and txn else None
@@ -166,12 +176,19 @@ def _fetch_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
     return facts_from_pairs(_fetch_pairs(body, topics_by_id), None)
 
 
+def _metadata_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
+    return facts_from_pairs(_metadata_pairs(body, topics_by_id), None)
+
+
 def _no_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
-    """SASL and SCRAM-credential requests name users, not topics: nothing for rules or the journal."""
+    """ApiVersions names nothing; SASL and SCRAM-credential requests name users, not topics: nothing
+    for rules or the journal."""
     return Facts()
 
 
-_FAST = {0: _produce_facts, 1: _fetch_facts, 17: _no_facts, 36: _no_facts, 50: _no_facts, 51: _no_facts}
+_FAST = {0: _produce_facts, 1: _fetch_facts, 3: _metadata_facts, 17: _no_facts, 18: _no_facts, 36: _no_facts,
+         50: _no_facts, 51: _no_facts}
+_NOTHING = Facts().frozen()  # what the journal keeps of a request about nothing
 
 
 def request_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> Facts:
@@ -190,6 +207,10 @@ def journal_about(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
         return (PRODUCE_ABOUT, (_produce_pairs(body, topics_by_id), _transactional_id(body)))
     if api_key == 1:  # Fetch, the next hottest (every long poll answered is one)
         return (PRODUCE_ABOUT, (_fetch_pairs(body, topics_by_id), None))
+    if api_key == 3:  # Metadata and ApiVersions: every client's first requests on every connection
+        return (PRODUCE_ABOUT, (_metadata_pairs(body, topics_by_id), None))
+    if api_key == 18:
+        return _NOTHING
     return request_facts(api_key, body, topics_by_id).frozen()
 
 
@@ -217,13 +238,16 @@ def generic_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
 
 
 def response_error_codes(api_key: int, body: Any) -> list[int]:
-    """:func:`error_codes` of an answer, with Produce and Fetch read directly (the same list: a test checks)."""
+    """:func:`error_codes` of an answer, with Produce, Fetch and ApiVersions read directly (the same list:
+    a test checks)."""
     if api_key == 0:
         return [p.error_code for t in body.responses for p in t.partition_responses if p.error_code]
     if api_key == 1:
         out = [body.error_code] if body.error_code else []
         out += [p.error_code for t in body.responses for p in t.partitions if p.error_code]
         return out
+    if api_key == 18:  # its lists (API keys, features) hold no error codes
+        return [body.error_code] if body.error_code else []
     return error_codes(body)
 
 

@@ -1,5 +1,6 @@
-"""What a request is about: the fast paths for Produce and Fetch say exactly what the generic walk says,
-and the journal's frozen forms (Produce's raw pairs included) read back as the summary."""
+"""What a request is about: the fast paths for Produce, Fetch, Metadata and ApiVersions say exactly what
+the generic walk says, and the journal's frozen forms (Produce's raw pairs included) read back as the
+summary."""
 
 from __future__ import annotations
 
@@ -35,15 +36,35 @@ def _fetch(version: int) -> object:
                                                partitions=[4])] if version >= 7 else [])
 
 
-@pytest.mark.parametrize(("api_key", "make", "versions"),
-                         [(0, _produce, (3, 9, 12, 13)), (1, _fetch, (4, 7, 12, 13, 16))])
+def _metadata(version: int) -> object:
+    m = api.request_module(3)
+    by_id = version >= 10
+    return m.MetadataRequest(topics=[
+        m.MetadataRequestTopic(name="a"), m.MetadataRequestTopic(name="" if by_id else "b"),
+        m.MetadataRequestTopic(name=None if by_id else "c", topic_id=KNOWN_ID if by_id else b"\0" * 16),
+        m.MetadataRequestTopic(name=None if by_id else "d", topic_id=b"\x05" * 16 if by_id else b"\0" * 16),
+    ])
+
+
+def _api_versions(version: int) -> object:
+    return api.request_module(18).ApiVersionsRequest(client_software_name="c", client_software_version="1")
+
+
+CASES = [(0, _produce, (3, 9, 12, 13)), (1, _fetch, (4, 7, 12, 13, 16)), (3, _metadata, (1, 9, 12, 13)),
+         (18, _api_versions, (0, 3, 4))]
+
+
+@pytest.mark.parametrize(("api_key", "make", "versions"), CASES)
 def test_fast_paths_match_the_generic_walk(api_key: int, make: object, versions: tuple[int, ...]) -> None:
     for version in versions:
         body = make(version)  # type: ignore[operator]
         fast = facts_module.request_facts(api_key, body, TOPICS_BY_ID)
         generic = facts_module.generic_facts(api_key, body, TOPICS_BY_ID)
         assert fast == generic, version
-        assert fast.topics  # the case is not vacuous
+        assert fast.topics or api_key == 18  # the case is not vacuous
+    if api_key == 3:  # all topics: about nothing
+        every = api.request_module(3).MetadataRequest(topics=None)
+        assert facts_module.request_facts(3, every, {}) == facts_module.generic_facts(3, every, {})
 
 
 def test_frozen_facts_read_back_as_the_summary() -> None:
@@ -55,7 +76,7 @@ def test_frozen_facts_read_back_as_the_summary() -> None:
 
 
 def test_the_journal_form_of_every_request_reads_back_as_the_generic_summary() -> None:
-    for api_key, make, versions in ((0, _produce, (3, 9, 12, 13)), (1, _fetch, (4, 7, 12, 13, 16))):
+    for api_key, make, versions in CASES:
         for version in versions:
             body = make(version)  # type: ignore[operator]
             about = facts_module.journal_about(api_key, body, TOPICS_BY_ID)
@@ -85,6 +106,11 @@ def test_response_error_codes_match_the_generic_walk() -> None:
     fetch = r1.FetchResponse(error_code=0, responses=[r1.FetchableTopicResponse(topic="a", partitions=[
         r1.PartitionData(partition_index=0, error_code=1), r1.PartitionData(partition_index=1, error_code=74)])])
     fetch_error = r1.FetchResponse(error_code=70, responses=[])
-    for api_key, body in ((0, produce), (1, fetch), (1, fetch_error), (1, r1.FetchResponse())):
+    r18 = api.response_module(18)
+    versions = r18.ApiVersionsResponse(
+        error_code=35, api_keys=[r18.ApiVersion(api_key=0, min_version=0, max_version=9)],
+        supported_features=[r18.SupportedFeatureKey(name="f", min_version=1, max_version=2)])
+    for api_key, body in ((0, produce), (1, fetch), (1, fetch_error), (1, r1.FetchResponse()), (18, versions),
+                          (18, r18.ApiVersionsResponse())):
         assert facts_module.response_error_codes(api_key, body) == facts_module.error_codes(body)
     assert facts_module.response_error_codes(0, produce) == [6, 87]
