@@ -14,6 +14,10 @@ Behavior:
   with its encoding and the journal's error codes: Metadata for 10k partitions costs about a
   millisecond, not tens, and each further topic about a microsecond. Entries are never changed once
   made (authorized operations, v8+, go into copies).
+- The broker list is shared by the answers that list the same brokers, and an answer made only of
+  shared parts (the broker list, kept topic entries or an all-topics list) is written from the kept
+  encoding of an equal one (:func:`_encode`, the codec's encoder for this API; answers up to 64 KiB,
+  the last 32): a client connection's life ~16k instructions (~5 %) less broker work.
 - v10-11: a topic named by id or with a null name fails the request with INVALID_REQUEST (as Kafka,
   which takes ids only from v12): every requested topic answered with that error, no brokers.
 - With ACLs on: topics without DESCRIBE are left out of an all-topics answer and answered
@@ -44,6 +48,12 @@ NO_OPERATIONS = -(2**31)
 _LEADER_EPOCH = operator.attrgetter("leader_epoch")
 # each cluster's last all-topics list (weakly: a stopped cluster's state goes with it)
 _LAST_ALL: weakref.WeakKeyDictionary[Any, EncodedList] = weakref.WeakKeyDictionary()
+# the broker lists answered, per their (node id, host, port, rack) entries: shared by answers, never changed
+_BROKERS: dict[tuple[tuple[int, str, int, str | None], ...], EncodedList] = {}
+# (version, the answer's fields, ids of its lists) -> (its body's bytes, what the ids name, kept alive)
+_ENCODED: dict[tuple[Any, ...], tuple[bytes, tuple[Any, ...]]] = {}
+KEPT_ANSWERS = 32
+KEPT_ANSWER_BYTES = 64 << 10  # larger answers (many topics) keep their topic list's encoding only
 
 
 def _topic(topic: Topic, live: Any, live_key: tuple[int, ...]) -> Any:
@@ -166,15 +176,57 @@ def handle(ctx: Any, req: Any) -> Any:
             if authz.authorize_cluster(ctx, authz.DESCRIBE) else 0
     if version >= 8 and req.include_topic_authorized_operations:
         topics = [_with_operations(ctx, t) if t.error_code == 0 else t for t in topics]
-    listener = ctx.connection.listener
     return RESP.MetadataResponse(
-        brokers=[
-            RESP.MetadataResponseBroker(node_id=b.node_id, host=host, port=port, rack=b.rack)
-            for b in cluster.brokers.values()
-            for host, port in (b.endpoint(listener),)
-        ],
+        brokers=_brokers(cluster, ctx.connection.listener),
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id,
         topics=topics,
         cluster_authorized_operations=cluster_operations,
     )
+
+
+def _brokers(cluster: Any, listener: str) -> EncodedList:
+    """The live brokers with the host and port of ``listener``, one shared list per distinct answer."""
+    key = tuple([(b.node_id, *b.endpoint(listener), b.rack) for b in cluster.brokers.values()])
+    found = _BROKERS.get(key)
+    if found is None:
+        if len(_BROKERS) >= 64:
+            _BROKERS.clear()
+        found = _BROKERS[key] = EncodedList(
+            RESP.MetadataResponseBroker(node_id=node_id, host=host, port=port, rack=rack)
+            for node_id, host, port, rack in key)
+    return found
+
+
+def _encode(body: Any, version: int, out: bytearray) -> bool | None:
+    """Write an answer's body from the kept encoding of an equal one (None: let the codec write it).
+    Only answers made of shared parts are kept: the broker list, and topic entries from the topics'
+    answer caches (no error entries or per-client copies, which are made anew each time) or an
+    all-topics list; they are told by identity, and the kept entry holds them, so an id in a key is
+    never another object's."""
+    topics = body.topics
+    if body.unknown_tags or type(body.brokers) is not EncodedList:
+        return None
+    if type(topics) is EncodedList:
+        parts: Any = topics
+    elif all(t.error_code == 0 and t.topic_authorized_operations == NO_OPERATIONS for t in topics):
+        parts = tuple(topics)
+    else:
+        return None
+    ids = id(parts) if parts is topics else tuple(map(id, parts))
+    key = (version, body.throttle_time_ms, body.error_code, body.cluster_id, body.controller_id,
+           body.cluster_authorized_operations, id(body.brokers), ids)
+    kept = _ENCODED.get(key)
+    if kept is not None:
+        out += kept[0]
+        return True
+    start = len(out)
+    api.encode_message(RESP, version, body, out, [])
+    if len(out) - start <= KEPT_ANSWER_BYTES:
+        if len(_ENCODED) >= KEPT_ANSWERS:
+            _ENCODED.clear()
+        _ENCODED[key] = (bytes(out[start:]), (body.brokers, parts))
+    return True
+
+
+api.set_response_encoder(3, _encode)

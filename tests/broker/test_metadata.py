@@ -116,3 +116,32 @@ def test_all_topics_answers_follow_new_and_deleted_topics_and_keep_operations_to
     assert with_ops and all(ops > 0 for ops in with_ops.values())  # ACLs off: every supported operation
     assert set(_operations(port, False).values()) == {-(2**31)}  # the default, not the copy's operations
     assert set(_operations(port, True).values()) == set(with_ops.values())
+
+
+def test_kept_metadata_answers_are_the_codecs_bytes_and_follow_changes(cluster: MockCluster) -> None:
+    """Metadata answers made of shared parts are written from kept encodings (k03_metadata._encode):
+    asked again, every version answers the same bytes, which are what the codec writes for the decoded
+    answer; answers with an unknown topic are written anew; a leader move changes the kept answer."""
+    m = api.request_module(3)
+    port = cluster.brokers[0].port
+
+    def raw(version: int, topics: list[str] | None) -> bytes:
+        wanted = None if topics is None else [m.MetadataRequestTopic(name=t) for t in topics]
+        req = m.MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
+        return _exchange(port, api.to_bytes(api.encode_request(3, version, 5, req))[4:])
+
+    for version in (1, 4, 9, 10, 12, 13):
+        for topics in (None, ["orders"], ["orders", f"nope-{version}"]):
+            first = raw(version, topics)
+            assert raw(version, topics) == first, (version, topics)
+            _, body = api.decode_response(3, version, first)
+            again = bytearray()
+            api.encode_message(api.response_module(3), version, body, again, [])
+            assert first.endswith(bytes(again)), (version, topics)
+            if topics and len(topics) == 2 and version >= 4:  # (auto-created before v4)
+                assert body.topics[1].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    before = api.decode_response(3, 12, raw(12, ["orders"]))[1].topics[0].partitions[0]
+    cluster.move_leader("orders", 0, next(b for b in (0, 1, 2) if b != before.leader_id))
+    after = api.decode_response(3, 12, raw(12, ["orders"]))[1].topics[0].partitions[0]
+    assert (after.leader_id, after.leader_epoch) != (before.leader_id, before.leader_epoch)
+    assert after.leader_epoch == before.leader_epoch + 1
