@@ -6,7 +6,8 @@ Behavior:
   the first non-empty partition is returned even when larger, as Kafka does. Stored batches go to the
   socket as they are (a list of buffers).
 - min_bytes / max_wait_ms long-poll: the answer waits until enough bytes arrive (woken by appends)
-  or the wait ends.
+  or the wait ends; a leader change or epoch bump of a partition answers at once (its error, as
+  Kafka completes delayed fetches when leadership changes).
 - Errors per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER,
   OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (current_leader_epoch, v9+).
   With ACLs on: partitions of topics without READ -> TOPIC_AUTHORIZATION_FAILED (before the
@@ -138,6 +139,8 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
                                   last_stable_offset=-1, log_start_offset=-1,
                                   aborted_transactions=[] if isolation else None), 0
     error = log.epoch_error(w.leader_epoch if version >= 9 else -1)
+    if not error and log.leader != ctx.broker_id:  # the leader moved while the fetch waited
+        error = ErrorCode.NOT_LEADER_OR_FOLLOWER
     stable = log.last_stable_offset
     if w.fetch_offset == log.next_offset and not error:  # at the end (most partitions of a long poll's answer)
         return _at_the_end(log, stable, isolation), 0

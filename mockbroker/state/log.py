@@ -186,6 +186,8 @@ class PartitionLog:
             if new_leader not in self.replicas:  # the new leader is a replica, as Kafka's controller ensures
                 self.replicas = [*self.replicas, new_leader]
         self.epoch_starts.append((self.leader_epoch, self.next_offset))
+        for notify in self.listeners:  # waiting fetches answer now (fenced, or no longer the leader), as Kafka's do
+            notify(self)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch: the start of the next higher epoch."""

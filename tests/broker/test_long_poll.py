@@ -199,3 +199,29 @@ def test_a_partition_read_at_its_end_answers_the_log_as_it_is_now(one: MockClust
         c.call(0, 9, produce_body(9, "t", 0, batch(1)))
         grown = at_end(3)
         assert (grown.high_watermark, grown.last_stable_offset, grown.log_start_offset) == (3, 3, 1)
+
+
+def test_a_leader_move_or_epoch_bump_answers_a_waiting_fetch_at_once() -> None:
+    """Kafka completes delayed fetches when a partition's leadership changes: the leader moving away
+    answers NOT_LEADER_OR_FOLLOWER, a new epoch under the same leader FENCED_LEADER_EPOCH (the fetch
+    named the old one); neither waits for max_wait_ms."""
+    with MockCluster(brokers=2, topics={"t": 1}) as cluster:
+        log = cluster.state.partition("t", 0)
+        leader, other = log.leader, 1 - log.leader
+
+        def waited(port: int, epoch: int, change: Any) -> tuple[int, float]:
+            with WireClient(port) as c:
+                c.send(1, 12, fetch_body("t", 0, 0, max_wait_ms=20_000, leader_epoch=epoch))
+                time.sleep(0.3)
+                assert len(log.listeners) == 1
+                start = time.monotonic()
+                change()
+                part = c.receive(1, 12)[1].responses[0].partitions[0]
+                return part.error_code, time.monotonic() - start
+
+        code, took = waited(cluster.brokers[leader].port, -1, lambda: cluster.move_leader("t", 0, other))
+        assert code == ErrorCode.NOT_LEADER_OR_FOLLOWER and took < 3
+        code, took = waited(cluster.brokers[other].port, log.leader_epoch,
+                            lambda: cluster.call(log.bump_leader_epoch))
+        assert code == ErrorCode.FENCED_LEADER_EPOCH and took < 3
+        assert not log.listeners
