@@ -238,8 +238,8 @@ def generic_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
 
 
 def response_error_codes(api_key: int, body: Any) -> list[int]:
-    """:func:`error_codes` of an answer, with Produce, Fetch and ApiVersions read directly (the same list:
-    a test checks)."""
+    """:func:`error_codes` of an answer, with Produce, Fetch, ApiVersions and Metadata read directly (the
+    same list: a test checks)."""
     if api_key == 0:
         return [p.error_code for t in body.responses for p in t.partition_responses if p.error_code]
     if api_key == 1:
@@ -248,7 +248,26 @@ def response_error_codes(api_key: int, body: Any) -> list[int]:
         return out
     if api_key == 18:  # its lists (API keys, features) hold no error codes
         return [body.error_code] if body.error_code else []
+    if api_key == 3 and type(body.topics) is not EncodedList:  # (an all-topics list keeps its codes itself)
+        out = [body.error_code] if body.error_code else []  # brokers hold none; topics, then their partitions
+        for topic in body.topics:
+            if topic.error_code:
+                out.append(topic.error_code)
+            if topic.partitions:
+                out += _partition_codes(topic.partitions)
+        return out
     return error_codes(body)
+
+
+def _partition_codes(partitions: list[Any]) -> list[int]:
+    """A Metadata topic's partitions' error codes, kept with a shared (EncodedList) partition list."""
+    if type(partitions) is not EncodedList:
+        return [p.error_code for p in partitions if p.error_code]
+    key = ("error_codes", 2)  # the key error_codes' walk keeps them under (a topic's partitions are at depth 2)
+    found: list[int] | None = partitions.derived.get(key)
+    if found is None:
+        found = partitions.derived[key] = [p.error_code for p in partitions if p.error_code]
+    return found
 
 
 def error_codes(body: Struct, depth: int = 0) -> list[int]:

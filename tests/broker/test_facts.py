@@ -9,6 +9,7 @@ import pytest
 from mockbroker.faults import facts as facts_module
 from mockbroker.faults.journal import Journal, JournalEntry
 from mockbroker.protocol import api
+from mockbroker.protocol.runtime import EncodedList
 
 KNOWN_ID = b"\x01" * 16
 TOPICS_BY_ID = {KNOWN_ID: type("T", (), {"name": "by-id"})()}
@@ -110,7 +111,15 @@ def test_response_error_codes_match_the_generic_walk() -> None:
     versions = r18.ApiVersionsResponse(
         error_code=35, api_keys=[r18.ApiVersion(api_key=0, min_version=0, max_version=9)],
         supported_features=[r18.SupportedFeatureKey(name="f", min_version=1, max_version=2)])
+    r3 = api.response_module(3)
+    partitions = [r3.MetadataResponsePartition(partition_index=i, error_code=code) for i, code in enumerate((0, 5, 0))]
+    metadata = r3.MetadataResponse(error_code=0, brokers=[r3.MetadataResponseBroker(node_id=0, host="h", port=1)],
+                                   topics=[r3.MetadataResponseTopic(name="a", error_code=0, partitions=partitions),
+                                           r3.MetadataResponseTopic(name="b", error_code=3, partitions=[]),
+                                           r3.MetadataResponseTopic(name="c", partitions=EncodedList(partitions))])
+    failed = r3.MetadataResponse(error_code=29, topics=[])
     for api_key, body in ((0, produce), (1, fetch), (1, fetch_error), (1, r1.FetchResponse()), (18, versions),
-                          (18, r18.ApiVersionsResponse())):
+                          (18, r18.ApiVersionsResponse()), (3, metadata), (3, metadata), (3, failed)):
         assert facts_module.response_error_codes(api_key, body) == facts_module.error_codes(body)
     assert facts_module.response_error_codes(0, produce) == [6, 87]
+    assert facts_module.response_error_codes(3, metadata) == [5, 3, 5]
