@@ -3,7 +3,9 @@
 Behavior:
 - Lists every API the registry serves, with the version ranges the handlers registered.
 - A version newer than we speak is answered (by the dispatcher) with v0 and UNSUPPORTED_VERSION.
-- v3+: remembers the client's software name and version on the connection.
+- v3+: the client's software name and version must match Kafka's pattern (letters, digits, '-' and
+  '.', starting and ending with a letter or digit), else the answer is INVALID_REQUEST with no API
+  list (ApiVersionsRequest.isValid / getErrorResponse); valid ones are remembered on the connection.
 - v3+: the cluster's features (mockbroker.state.features): supported ranges (below v4 without those
   whose minimum is 0, as Kafka does for old clients, KAFKA-17492), finalized levels above 0 and the
   finalized-features epoch (UpdateFeatures changes them).
@@ -20,14 +22,19 @@ less broker work.
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
+from mockbroker.errors import ErrorCode
 from mockbroker.handlers.registry import api_version_keys, register
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import EncodedList
 from mockbroker.state.features import SUPPORTED
 
 RESP = api.response_module(18)
+log = logging.getLogger("mockbroker.handlers")
+SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # Kafka's ApiVersionsRequest
 # v3 leaves out the features whose minimum is 0 (KAFKA-17492), v4 lists them all
 _SUPPORTED = {
     v4: EncodedList(RESP.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
@@ -54,7 +61,13 @@ def _finalized(levels: dict[str, int]) -> EncodedList:
 @register(18, 0, 4)
 def handle(ctx: Any, req: Any) -> Any:
     if ctx.api_version >= 3:
-        ctx.connection.client_software = f"{req.client_software_name}/{req.client_software_version}"
+        name, version = req.client_software_name, req.client_software_version
+        if not (SOFTWARE_NAME_VERSION.fullmatch(name) and SOFTWARE_NAME_VERSION.fullmatch(version)):
+            log.warning("broker %s: ApiVersions v%s from %s: client software name %r and version %r must match "
+                        "%s (Kafka's rule): INVALID_REQUEST", ctx.broker_id, ctx.api_version, ctx.connection.peer,
+                        name, version, SOFTWARE_NAME_VERSION.pattern)
+            return RESP.ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=[])
+        ctx.connection.client_software = f"{name}/{version}"
     response = RESP.ApiVersionsResponse(
         error_code=0,
         api_keys=api_version_keys(),

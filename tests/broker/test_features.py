@@ -148,3 +148,19 @@ def test_kept_api_versions_encodings_are_the_codecs_bytes() -> None:
             assert kept == written, version
             seen.add(bytes(kept))
         assert len(seen) == (5 if version >= 3 else 3 if version >= 1 else 2), version
+
+
+@pytest.mark.parametrize(("name", "version"), [("bad name", "1.0"), ("ok", "1.0+build"), ("", "1"), ("ok", "-1"),
+                                               ("ok.", "1")])
+def test_api_versions_refuses_client_software_kafka_would_refuse(single: MockCluster, name: str,
+                                                                 version: str) -> None:
+    """Kafka's ApiVersionsRequest.isValid (v3+): name and version letters, digits, '-' and '.', starting
+    and ending with a letter or digit; else INVALID_REQUEST, no API list, and the connection serves on."""
+    with WireClient(single.brokers[0].port) as c:
+        bad = c.call(18, 3, AV.ApiVersionsRequest(client_software_name=name, client_software_version=version))
+        assert (bad.error_code, bad.api_keys) == (ErrorCode.INVALID_REQUEST, [])
+        assert versions(c, 2).error_code == 0  # below v3 there is nothing to check
+        good = c.call(18, 4, AV.ApiVersionsRequest(client_software_name="a-b.c", client_software_version="2.0.1-x"))
+        assert good.error_code == 0 and good.api_keys
+    entries = single.journal.entries(api="ApiVersions")
+    assert entries[-3].errors == ["INVALID_REQUEST"] and entries[-1].errors == []
