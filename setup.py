@@ -31,7 +31,7 @@ setup(
             "mockbroker.handlers._producelane",
             sources=["mockbroker/handlers/_producelane.c"],
             depends=["mockbroker/records/batch_checks.h", "mockbroker/protocol/wire_reader.h",
-                     "mockbroker/handlers/produce_lane_staging.h",
+                     "mockbroker/handlers/produce_lane_staging.h", "mockbroker/handlers/api_versions_staging.h",
                      "mockbroker/handlers/produce_lane_wire.h", "mockbroker/records/lz4_frames.h",
                      "mockbroker/handlers/member_sites.h", "mockbroker/handlers/direct_send.h"],
             include_dirs=["mockbroker/records", "mockbroker/protocol"],

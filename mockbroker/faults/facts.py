@@ -188,7 +188,7 @@ def _no_facts(body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
 
 _FAST = {0: _produce_facts, 1: _fetch_facts, 3: _metadata_facts, 17: _no_facts, 18: _no_facts, 36: _no_facts,
          50: _no_facts, 51: _no_facts}
-_NOTHING = Facts().frozen()  # what the journal keeps of a request about nothing
+NOTHING_ABOUT = Facts().frozen()  # what the journal keeps of a request about nothing
 
 
 def request_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> Facts:
@@ -210,7 +210,7 @@ def journal_about(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
     if api_key == 3:  # Metadata and ApiVersions: every client's first requests on every connection
         return (PRODUCE_ABOUT, (_metadata_pairs(body, topics_by_id), None))
     if api_key == 18:
-        return _NOTHING
+        return NOTHING_ABOUT
     return request_facts(api_key, body, topics_by_id).frozen()
 
 

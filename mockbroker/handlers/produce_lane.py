@@ -26,9 +26,14 @@ Two ways in: dispatch offers it each Produce frame (:func:`serve`); and a connec
 queued hands the bytes of each read to :func:`borrow_function`'s C ``borrow``, which answers the
 leading whole Produce frames straight from the staging buffer with no Python call per request
 (produce_lane_staging.h: the same checks as :func:`serve`; the journal entry filed as Journal.start
-files it), and each large frame read into a buffer of its own once it is whole.  The C code appends
-to PartitionLog and fills JournalEntry slots itself: if either class changes, the lane must follow
-(tests/broker/test_produce_lane.py compares logs and journals).
+files it), and each large frame read into a buffer of its own once it is whole.  borrow() answers
+ApiVersions too, the first request of nearly every connection: a well-formed request (v0-4, no tagged
+fields, software name and version Kafka accepts) gets the handler's encoded answer
+(k18_api_versions.usual_answer_body) and the handler's journal entry, and the connection its client
+software, with no Python call but that one (its ApiVersions ~92k -> ~13k instructions of broker work);
+anything else about it is dispatched (tests/broker/test_api_versions_lane.py holds them equal).  The C
+code appends to PartitionLog and fills JournalEntry slots itself: if either class changes, the lane
+must follow (tests/broker/test_produce_lane.py compares logs and journals).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import os
 import time
 from typing import Any
 
+from mockbroker.faults.facts import NOTHING_ABOUT
 from mockbroker.faults.journal import PRODUCE_ABOUT, Journal, JournalEntry
 from mockbroker.records.batch import crc32c_function
 from mockbroker.state.cluster import Topic
@@ -136,6 +142,16 @@ if _lane is not None:
     _lane.setup_staging(lane_settings, PRODUCE_ABOUT, TOTAL_CAP, SystemClock, crc32c_function, _load_decompress,
                         MAX_REFRESHES)
     _lane.setup_journal(JournalEntry, Journal)
+
+    def _api_versions_body(cluster: Any, version: int) -> bytes:
+        """ApiVersions' encoded answer for borrow(): the handler's, which loads with the first one (start
+        time), and then stands in for this function."""
+        from mockbroker.handlers.k18_api_versions import usual_answer_body
+
+        _lane.setup_api_versions(usual_answer_body, NOTHING_ABOUT)
+        return usual_answer_body(cluster, version)
+
+    _lane.setup_api_versions(_api_versions_body, NOTHING_ABOUT)
     from mockbroker.server import connection
 
     _lane.setup_frames(connection._new_frame, connection.LARGE_FRAME)  # the C frame_buffer: no Python call a frame

@@ -25,6 +25,13 @@
    setup_journal(JournalEntry, Journal)
        Once: borrow() files its journal entries itself, as Journal.start files an answered one (the
        next number, JournalEntry's slots, appended to the ring), into journals of exactly that class.
+   setup_api_versions(answer_body, about)
+       Once: borrow() answers ApiVersions (v0-4), the first request of nearly every connection, too: a
+       well-formed request whose client software name and version Kafka accepts, with no tagged
+       fields and nothing after its body; anything else is dispatched.  ``answer_body(cluster,
+       version)`` gives the handler's encoded answer (k18_api_versions.usual_answer_body), ``about``
+       the journal's form of a request about nothing; the connection's client_software is set as the
+       handler sets it (api_versions_staging.h).  api_versions_taken() counts them.
    enable_staging(flag) / staging_taken() -> int
        Tests turn borrowing off (as they turn dispatch's lane off) and count the requests it answered.
 */
@@ -269,8 +276,6 @@ static int scene_load(Scene *sc, PyObject *broker) {
     if (!PyDict_Check(sc->topics)) return 0;
     if ((sc->journal_on = site_true(&journal_on_site, sc->journal, s_enabled)) < 0) return -1;
     sc->system_clock = Py_IS_TYPE(sc->clock, (PyTypeObject *)system_clock_type);
-    if (crc32c_fn == NULL && (crc32c_fn = PyObject_CallNoArgs(crc32c_getter)) == NULL) return -1;
-    if (decompress_fn == NULL && (decompress_fn = PyObject_CallNoArgs(decompress_getter)) == NULL) return -1;
     return 1;
 }
 
@@ -317,6 +322,8 @@ static int cap_grow(Scene *sc, PyObject *counted) {
     return failed;
 }
 
+static int write_answer(Scene *sc, PyObject *conn, PyObject *answer);
+
 /* The journal entry and the answer on the wire, for one request the lane took. */
 static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long now_ms, int version,
                           int32_t correlation_id, double started) {
@@ -357,7 +364,11 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
         Py_XDECREF(software);
         if (failed) return -1;
     }
-    /* Connection.write: nothing goes to a closed connection */
+    return write_answer(sc, conn, answer);
+}
+
+/* Connection.write of one answer (a bytearray): nothing goes to a closed connection. */
+static int write_answer(Scene *sc, PyObject *conn, PyObject *answer) {
     static MemberSite closed_site, transport_site, last_active_site;
     int closed = site_true(&closed_site, conn, s_closed);
     if (closed) return closed < 0 ? -1 : 0;
@@ -387,6 +398,9 @@ static int answer_frame(Scene *sc, PyObject *conn, PyObject *frame, const unsign
     int32_t correlation_id = (int32_t)((uint32_t)h[4] << 24 | (uint32_t)h[5] << 16 | (uint32_t)h[6] << 8 | h[7]);
     long long now_ms;
     Py_ssize_t room;
+    /* the CRC and decompression functions load with the first Produce (not with an ApiVersions: start time) */
+    if (crc32c_fn == NULL && (crc32c_fn = PyObject_CallNoArgs(crc32c_getter)) == NULL) return -1;
+    if (decompress_fn == NULL && (decompress_fn = PyObject_CallNoArgs(decompress_getter)) == NULL) return -1;
     if (now_ms_of(sc, &now_ms) < 0 || cap_room(sc, &room) < 0) return -1;
     double started = monotonic_s();
     PyObject *result = NULL;
@@ -411,6 +425,8 @@ static int answer_frame(Scene *sc, PyObject *conn, PyObject *frame, const unsign
     staging_count++;
     return 1;
 }
+
+#include "api_versions_staging.h"
 
 /* borrow(broker, connection, 0, frame): a large frame read into its own buffer, whole, with nothing
    queued: 1 answered, 0 left to dispatch, -1 refused by the lane (dispatch must not offer it again). */
@@ -468,7 +484,8 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                                  b[pos + 3]);
         if (size < 8 || size > max_bytes || end - pos - 4 < size) break; /* the connection decides */
         const unsigned char *h = b + pos + 4;
-        if (h[0] || h[1]) break; /* not a Produce: dispatched in turn */
+        int api_versions = !h[0] && h[1] == 18 && api_versions_fn != NULL && entry_type != NULL;
+        if ((h[0] || h[1]) && !api_versions) break; /* not a Produce or an ApiVersions: dispatched in turn */
         if (pos > 0) { /* as Connection._process: nothing more is handled once the connection closed */
             int closed = site_true(&closed_site, conn, s_closed);
             if (closed) {
@@ -487,6 +504,15 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 failed = 1;
                 break;
             }
+        }
+        if (api_versions) {
+            int answered = answer_api_versions(&sc, conn, h, size);
+            if (answered <= 0) { /* left to dispatch (which never offers it here again) */
+                failed = answered < 0;
+                break;
+            }
+            pos += 4 + (Py_ssize_t)size;
+            continue;
         }
         PyObject *frame = PySequence_GetSlice(staging, pos + 4, pos + 4 + size);
         if (frame == NULL) {
@@ -526,6 +552,8 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
          "borrow(broker, connection, 0, frame) -> 1, 0 or -1 (see produce_lane_staging.h)."},                       \
         {"setup_journal", setup_journal, METH_VARARGS, "setup_journal(JournalEntry, Journal)."},                  \
         {"enable_staging", enable_staging, METH_O, "enable_staging(flag): borrow() answers nothing while off."},  \
-        {"staging_taken", staging_taken, METH_NOARGS, "Requests borrow() has answered."},                       \
+        {"staging_taken", staging_taken, METH_NOARGS, "Produce requests borrow() has answered."},               \
+        {"setup_api_versions", setup_api_versions, METH_VARARGS, "setup_api_versions(answer_body, about)."},      \
+        {"api_versions_taken", api_versions_taken, METH_NOARGS, "ApiVersions requests borrow() has answered."},  \
         {"direct_sends", direct_send_counts, METH_NOARGS,                                                    \
          "direct_sends() -> answers sent whole to the socket, in part, through the transport (direct_send.h)."},
