@@ -1,8 +1,10 @@
 """Build hook for the optional C speedups (mockbroker/records/_speedups.c: record checks;
-mockbroker/protocol/_fastproduce.c: the Produce request/response codec; mockbroker/handlers/_producelane.c:
+mockbroker/protocol/_fastproduce.c: the Produce request/response codec; mockbroker/protocol/_fastfetch.c:
+the FetchResponse encoder; mockbroker/handlers/_producelane.c:
 the usual Produce request from frame to answer; mockbroker/server/_reading.c: a connection's
 get_buffer/buffer_updated; mockbroker/records/batch_checks.h: the batch checks the
-first and last share; mockbroker/protocol/wire_reader.h: the wire reads the last two share).
+first and last share; mockbroker/protocol/wire_reader.h and wire_writer.h: the wire reads and writes the
+codecs and the lane share).
 
 Everything else about the package lives in pyproject.toml.  The extension is optional: where no C
 compiler is available the build goes on without it and mockbroker uses its pure-Python checks
@@ -23,7 +25,14 @@ setup(
         Extension(
             "mockbroker.protocol._fastproduce",
             sources=["mockbroker/protocol/_fastproduce.c"],
-            depends=["mockbroker/protocol/wire_reader.h"],
+            depends=["mockbroker/protocol/wire_reader.h", "mockbroker/protocol/wire_writer.h"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "mockbroker.protocol._fastfetch",
+            sources=["mockbroker/protocol/_fastfetch.c"],
+            depends=["mockbroker/protocol/wire_writer.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

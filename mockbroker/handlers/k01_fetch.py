@@ -33,7 +33,7 @@ from mockbroker.batches import down_convert
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
-from mockbroker.protocol import api
+from mockbroker.protocol import api, fast_fetch  # noqa: F401  (fast_fetch: the C answer encoder)
 from mockbroker.server.pending import Pending
 from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from mockbroker.state.log import PartitionLog

@@ -198,7 +198,7 @@ def _brokers(cluster: Any, listener: str) -> EncodedList:
     return found
 
 
-def _encode(body: Any, version: int, out: bytearray) -> bool | None:
+def _encode(body: Any, version: int, out: bytearray, holes: list[Any] | None = None) -> bool | None:
     """Write an answer's body from the kept encoding of an equal one (None: let the codec write it).
     Only answers made of shared parts are kept: the broker list, and topic entries from the topics'
     answer caches (no error entries or per-client copies, which are made anew each time) or an

@@ -102,7 +102,7 @@ def usual_answer_body(cluster: Any, version: int) -> bytes:
     return kept[0]
 
 
-def _encode(body: Any, version: int, out: bytearray) -> bool | None:
+def _encode(body: Any, version: int, out: bytearray, holes: list[Any] | None = None) -> bool | None:
     """Write an answer's body from the kept encoding of an equal one (None: let the codec write it).
     Its lists are told by identity (the kept ones above; an empty list by its emptiness), and the
     entry keeps them alive, so an id in a key is never another list's."""

@@ -218,18 +218,25 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Struc
     if response_header_version(api_key, version) == 1:
         out.append(0)  # no tagged fields in the response header
     holes: list = []
-    fast = (_fast_produce or _produce_codec()).encode_response if api_key == 0 else _ENCODERS.get(api_key)
-    if fast is None or fast(body, version, out) is None:  # None: not the usual answer, or not built
+    if api_key == 0:
+        fast = (_fast_produce or _produce_codec()).encode_response
+        if fast is None or fast(body, version, out) is None:  # None: not the usual answer, or not built
+            encode_message(response_module(api_key), version, body, out, holes)
+        return _framed(out, holes)
+    encoder = _ENCODERS.get(api_key)
+    if encoder is None or encoder(body, version, out, holes) is None:
         encode_message(response_module(api_key), version, body, out, holes)
     return _framed(out, holes)
 
 
-# api key -> encoder(body, version, out) that writes the answer's body and returns True, or writes
-# nothing and returns None (the generated writer then does): a handler's answer that repeats
-_ENCODERS: dict[int, Callable[[Struct, int, bytearray], bool | None]] = {}
+# api key -> encoder(body, version, out, holes) that writes the answer's body (records buffers it does
+# not copy as holes, as the generated writers leave them) and returns True, or writes nothing and
+# returns None (the generated writer then does): answers that repeat, or a C encoder
+Encoder = Callable[[Struct, int, bytearray, list[Any]], "bool | None"]
+_ENCODERS: dict[int, Encoder] = {}
 
 
-def set_response_encoder(api_key: int, encoder: Callable[[Struct, int, bytearray], bool | None]) -> None:
+def set_response_encoder(api_key: int, encoder: Encoder) -> None:
     _ENCODERS[api_key] = encoder
 
 
