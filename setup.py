@@ -25,14 +25,15 @@ setup(
         Extension(
             "mockbroker.protocol._fastproduce",
             sources=["mockbroker/protocol/_fastproduce.c"],
-            depends=["mockbroker/protocol/wire_reader.h", "mockbroker/protocol/wire_writer.h"],
+            depends=["mockbroker/protocol/wire_reader.h", "mockbroker/protocol/wire_writer.h",
+                     "mockbroker/protocol/struct_slots.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
         Extension(
             "mockbroker.protocol._fastfetch",
             sources=["mockbroker/protocol/_fastfetch.c"],
-            depends=["mockbroker/protocol/wire_writer.h"],
+            depends=["mockbroker/protocol/wire_writer.h", "mockbroker/protocol/struct_slots.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

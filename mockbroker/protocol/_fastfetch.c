@@ -25,11 +25,7 @@
 
 #define MAX_SLOTS 12
 
-typedef struct {
-    PyTypeObject *type;
-    Py_ssize_t offset[MAX_SLOTS];
-    int count;
-} Layout;
+#include "struct_slots.h"
 
 enum { RESP, TOPIC, PART, ABORTED, DIVERGING, LEADER, SNAPSHOT, LAYOUTS };
 enum { R_THROTTLE, R_ERROR, R_SESSION, R_RESPONSES, R_ENDPOINTS, R_TAGS };
@@ -55,33 +51,7 @@ static int ready = 0;
 #define SLOT(obj, layout, i) (*(PyObject **)((char *)(obj) + layouts[layout].offset[i]))
 
 static int find_slots(int which, PyObject *cls) {
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "setup() takes the generated classes");
-        return -1;
-    }
-    Layout *layout = &layouts[which];
-    PyTypeObject *type = (PyTypeObject *)cls;
-    layout->count = 0;
-    for (int i = 0; SLOT_NAMES[which][i] != NULL; i++) {
-        PyObject *descr = PyDict_GetItemString(type->tp_dict, SLOT_NAMES[which][i]);
-        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-            PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, SLOT_NAMES[which][i]);
-            return -1;
-        }
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) {
-            PyErr_Format(PyExc_TypeError, "%s.%s is not a plain slot", type->tp_name, SLOT_NAMES[which][i]);
-            return -1;
-        }
-        layout->offset[i] = member->offset;
-        layout->count++;
-    }
-    if (type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + layout->count * sizeof(PyObject *))) {
-        PyErr_Format(PyExc_TypeError, "%s has slots this module does not know", type->tp_name);
-        return -1;
-    }
-    Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef(cls));
-    return 0;
+    return layout_of(&layouts[which], cls, SLOT_NAMES[which]);
 }
 
 static PyObject *setup(PyObject *self, PyObject *args) {
@@ -244,8 +214,7 @@ static PyObject *encode_response(PyObject *self, PyObject *args) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (PyByteArray_Resize(out, start + w.len) < 0) goto done;
-    memcpy(PyByteArray_AS_STRING(out) + start, w.buf, w.len);
+    if (append_to(&w, out) < 0) goto done;
     result = Py_NewRef(Py_True);
 done:
     PyMem_Free(w.buf);

@@ -88,4 +88,12 @@ static int is_empty(PyObject *obj, int none_ok) {  /* unknown_tags, record_error
     return obj != NULL && ((none_ok && obj == Py_None) || (PyList_CheckExact(obj) && PyList_GET_SIZE(obj) == 0));
 }
 
+/* Append what ``w`` holds to the bytearray ``out``: 0 on success, -1 with a Python error set. */
+static int append_to(Writer *w, PyObject *out) {
+    Py_ssize_t start = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, start + w->len) < 0) return -1;
+    memcpy(PyByteArray_AS_STRING(out) + start, w->buf, w->len);
+    return 0;
+}
+
 #endif
