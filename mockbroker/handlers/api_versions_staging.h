@@ -90,22 +90,11 @@ static int answer_api_versions(Scene *sc, PyObject *conn, const unsigned char *h
     static MemberSite peer_site, software_site, set_software_site;
     if (!failed && sc->journal_on) { /* as Journal.start files it: the connection's software before this request */
         PyObject *peer = site_get(&peer_site, conn, s_peer), *before = site_get(&software_site, conn, s_client_software);
-        PyObject *time_ms = PyLong_FromLongLong(now_ms), *broker_id = PyLong_FromLong(sc->node_id),
-                 *version_no = PyLong_FromLong(version), *correlation = PyLong_FromLong(correlation_id),
-                 *key = PyLong_FromLong(18), *latency = PyFloat_FromDouble((monotonic_s() - started) * 1000.0);
-        PyObject *values[ENTRY_SLOTS] = {NULL, time_ms, broker_id, peer, client_id, before, api_versions_name, key,
-                                         version_no, correlation, latency, nothing_about, no_faults, no_faults,
-                                         answered_name, zero};
-        failed = peer == NULL || before == NULL || time_ms == NULL || broker_id == NULL || version_no == NULL ||
-                 correlation == NULL || key == NULL || latency == NULL || journal_answered(sc->journal, values) < 0;
+        failed = peer == NULL || before == NULL ||
+                 file_answered(sc, peer, client_id, before, api_versions_name, 18, version, correlation_id,
+                               nothing_about, (monotonic_s() - started) * 1000.0, now_ms) < 0;
         Py_XDECREF(peer);
         Py_XDECREF(before);
-        Py_XDECREF(time_ms);
-        Py_XDECREF(broker_id);
-        Py_XDECREF(version_no);
-        Py_XDECREF(correlation);
-        Py_XDECREF(key);
-        Py_XDECREF(latency);
     }
     if (!failed && version >= 3) { /* connection.client_software = f"{name}/{version}" */
         char joined[256]; /* two short compact strings (at most 126 bytes each) and the slash */

@@ -324,6 +324,27 @@ static int cap_grow(Scene *sc, PyObject *counted) {
 
 static int write_answer(Scene *sc, PyObject *conn, PyObject *answer);
 
+/* Journal.start of an answered request into a journal of exactly the Journal class: JournalEntry's
+   slots from these values (no fault rules, no throttle), the next number, appended to the ring. */
+static int file_answered(Scene *sc, PyObject *peer, PyObject *client_id, PyObject *software, PyObject *api_name,
+                         long api_key, int version, int32_t correlation_id, PyObject *about, double latency_ms,
+                         long long now_ms) {
+    PyObject *time_ms = PyLong_FromLongLong(now_ms), *broker_id = PyLong_FromLong(sc->node_id),
+             *key = PyLong_FromLong(api_key), *version_no = PyLong_FromLong(version),
+             *correlation = PyLong_FromLong(correlation_id), *latency = PyFloat_FromDouble(latency_ms);
+    PyObject *values[ENTRY_SLOTS] = {NULL, time_ms, broker_id, peer, client_id, software, api_name, key, version_no,
+                                     correlation, latency, about, no_faults, no_faults, answered_name, zero};
+    int failed = time_ms == NULL || broker_id == NULL || key == NULL || version_no == NULL || correlation == NULL ||
+                 latency == NULL || journal_answered(sc->journal, values) < 0;
+    Py_XDECREF(time_ms);
+    Py_XDECREF(broker_id);
+    Py_XDECREF(key);
+    Py_XDECREF(version_no);
+    Py_XDECREF(correlation);
+    Py_XDECREF(latency);
+    return failed ? -1 : 0;
+}
+
 /* The journal entry and the answer on the wire, for one request the lane took. */
 static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long now_ms, int version,
                           int32_t correlation_id, double started) {
@@ -339,19 +360,8 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
         double latency_ms = (monotonic_s() - started) * 1000.0;
         int failed = peer == NULL || software == NULL || about == NULL;
         if (!failed && entry_type != NULL && Py_IS_TYPE(sc->journal, journal_type)) {
-            PyObject *time_ms = PyLong_FromLongLong(now_ms), *broker_id = PyLong_FromLong(sc->node_id),
-                     *version_no = PyLong_FromLong(version), *correlation = PyLong_FromLong(correlation_id),
-                     *latency = PyFloat_FromDouble(latency_ms);
-            PyObject *values[ENTRY_SLOTS] = {NULL, time_ms, broker_id, peer, client_id, software, produce_name, zero,
-                                             version_no, correlation, latency, about, no_faults, no_faults,
-                                             answered_name, zero};
-            failed = time_ms == NULL || broker_id == NULL || version_no == NULL || correlation == NULL ||
-                     latency == NULL || journal_answered(sc->journal, values) < 0;
-            Py_XDECREF(time_ms);
-            Py_XDECREF(broker_id);
-            Py_XDECREF(version_no);
-            Py_XDECREF(correlation);
-            Py_XDECREF(latency);
+            failed = file_answered(sc, peer, client_id, software, produce_name, 0, version, correlation_id, about,
+                                   latency_ms, now_ms) < 0;
         } else if (!failed) {
             PyObject *entry = PyObject_CallMethod(sc->journal, "start", "LlOOOOiiiO()ds", now_ms, sc->node_id, peer,
                                                   client_id, software, produce_name, 0, version, (int)correlation_id,

@@ -218,13 +218,13 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Struc
     if response_header_version(api_key, version) == 1:
         out.append(0)  # no tagged fields in the response header
     holes: list = []
-    if api_key == 0:
+    if api_key == 0:  # None: not the usual answer, or not built
         fast = (_fast_produce or _produce_codec()).encode_response
-        if fast is None or fast(body, version, out) is None:  # None: not the usual answer, or not built
-            encode_message(response_module(api_key), version, body, out, holes)
-        return _framed(out, holes)
-    encoder = _ENCODERS.get(api_key)
-    if encoder is None or encoder(body, version, out, holes) is None:
+        done = fast is not None and fast(body, version, out) is not None
+    else:
+        encoder = _ENCODERS.get(api_key)
+        done = encoder is not None and encoder(body, version, out, holes) is not None
+    if not done:
         encode_message(response_module(api_key), version, body, out, holes)
     return _framed(out, holes)
 
