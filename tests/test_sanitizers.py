@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EXTENSIONS = ("mockbroker/records/_speedups", "mockbroker/protocol/_fastproduce", "mockbroker/protocol/_fastfetch",
               "mockbroker/handlers/_producelane", "mockbroker/server/_reading")
 C_TESTS = ("tests/broker/test_produce_lane.py", "tests/broker/test_api_versions_lane.py",
-           "tests/broker/test_lane_lz4.py", "tests/broker/test_framing.py", "tests/broker/test_frame_arena.py",
-           "tests/broker/test_lane_objects.py", "tests/records", "tests/protocol/test_fast_produce.py",
-           "tests/protocol/test_fast_fetch.py", "tests/broker/test_long_poll.py")
+           "tests/broker/test_kept_answers.py", "tests/broker/test_lane_lz4.py", "tests/broker/test_framing.py",
+           "tests/broker/test_frame_arena.py", "tests/broker/test_lane_objects.py", "tests/records",
+           "tests/protocol/test_fast_produce.py", "tests/protocol/test_fast_fetch.py", "tests/broker/test_long_poll.py")
 FLAGS = "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g"
 
 

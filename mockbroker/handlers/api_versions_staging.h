@@ -92,7 +92,7 @@ static int answer_api_versions(Scene *sc, PyObject *conn, const unsigned char *h
         PyObject *peer = site_get(&peer_site, conn, s_peer), *before = site_get(&software_site, conn, s_client_software);
         failed = peer == NULL || before == NULL ||
                  file_answered(sc, peer, client_id, before, api_versions_name, 18, version, correlation_id,
-                               nothing_about, (monotonic_s() - started) * 1000.0, now_ms) < 0;
+                               nothing_about, no_faults, (monotonic_s() - started) * 1000.0, now_ms) < 0;
         Py_XDECREF(peer);
         Py_XDECREF(before);
     }

@@ -8,6 +8,8 @@ Behavior:
   GROUP_AUTHORIZATION_FAILED; a transactional id needs DESCRIBE on it, else
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 - The coordinator's host and port are those of the listener the request arrived on.
+- Requests that repeat byte for byte are answered from the answer kept for the first
+  (handlers/kept_answers.py) while no broker or pinned coordinator changed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockbroker.errors import ErrorCode
-from mockbroker.handlers import authz
+from mockbroker.handlers import authz, kept_answers
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -32,6 +34,15 @@ def _find(ctx: Any, key: str, key_type: int) -> tuple[int, str | None, Any]:
     if not key and key_type == 0:
         return ErrorCode.INVALID_REQUEST, "empty group id", None
     return 0, None, ctx.cluster.coordinator_for(key)
+
+
+@kept_answers.keep(10)
+def ordinary(cluster: Any, version: int, req: Any) -> bool:
+    """Answered without errors, so its answer may be kept (kept_answers): group or transaction keys,
+    no empty group id."""
+    key_type = req.key_type if version >= 1 else 0
+    keys = req.coordinator_keys if version >= 4 else [req.key]
+    return key_type == 1 or (key_type == 0 and all(keys))
 
 
 @register(10, 0, 6)

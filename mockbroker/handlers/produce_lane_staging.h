@@ -2,8 +2,9 @@
 
    Included by _producelane.c after produce_frame().  Connection.buffer_updated (server/connection.py)
    hands the bytes of one read to borrow() when the connection has nothing queued or pending; borrow()
-   answers the leading whole Produce frames the lane takes, in order, and tells where it stopped: at a
-   frame that is not whole, not a Produce, or that the lane refuses (then nothing changed for it and the
+   answers the leading whole Produce frames the lane takes (and ApiVersions, api_versions_staging.h, and
+   requests with kept answers, kept_answers.h), in order, and tells where it stopped: at a frame that
+   is not whole, not one of those, or that the lane refuses (then nothing changed for it and the
    connection copies it out and dispatches it as usual, without offering it to the lane again).  What
    produce_lane.serve does in Python around the lane for one request is done here for each: the same
    pre-checks (no network partition, fault rules, quotas, ACLs, SASL or drop hook), the memory cap's
@@ -32,6 +33,10 @@
        version)`` gives the handler's encoded answer (k18_api_versions.usual_answer_body), ``about``
        the journal's form of a request about nothing; the connection's client_software is set as the
        handler sets it (api_versions_staging.h).  api_versions_taken() counts them.
+   setup_kept_answers(answer, epoch, apis)
+       Once: borrow() answers requests of the APIs in ``apis`` (Metadata) that repeat byte for byte from
+       the cluster's kept answers, and asks ``answer`` (kept_answers.answer) for those it has none of
+       (kept_answers.h); kept_taken() counts them.
    enable_staging(flag) / staging_taken() -> int
        Tests turn borrowing off (as they turn dispatch's lane off) and count the requests it answered.
 */
@@ -46,15 +51,6 @@ static PyObject *s_cluster, *s_partitioned, *s_faults, *s_rules, *s_quotas, *s_e
     *s_client_software, *s_transport, *s_closed, *s_write, *s_last_active;
 static int staging_on = 1;
 
-#define ENTRY_SLOTS 16
-static const char *const ENTRY_NAMES[ENTRY_SLOTS] = {
-    "seq", "time_ms", "broker", "connection", "client_id", "client_software", "api", "api_key", "version",
-    "correlation_id", "_latency_ms", "_about", "_errors", "_faults", "outcome", "throttle_ms",
-};
-static Py_ssize_t entry_offset[ENTRY_SLOTS];
-static int entry_about = -1; /* _about's place: the only slot given a fresh tuple (errors and faults are ()) */
-static PyTypeObject *entry_type = NULL, *journal_type = NULL;
-static PyObject *s_numbers, *s_entries, *zero = NULL;
 static long long staging_count = 0;
 
 #include "direct_send.h"
@@ -94,56 +90,6 @@ static PyObject *setup_staging(PyObject *self, PyObject *args) {
     Py_XSETREF(decompress_getter, Py_NewRef(decompress_get));
     max_refreshes = refreshes;
     Py_RETURN_NONE;
-}
-
-static PyObject *setup_journal(PyObject *self, PyObject *args) {
-    PyObject *entry_cls, *journal_cls;
-    if (!PyArg_ParseTuple(args, "OO!:setup_journal", &entry_cls, &PyType_Type, &journal_cls)) return NULL;
-    for (int i = 0; i < ENTRY_SLOTS; i++)
-        if (strcmp(ENTRY_NAMES[i], "_about") == 0) entry_about = i;
-    if (slot_offsets(entry_cls, ENTRY_NAMES, ENTRY_SLOTS, entry_offset) < 0 || intern(&s_numbers, "_numbers") ||
-        intern(&s_entries, "_entries"))
-        return NULL;
-    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL) return NULL;
-    Py_XSETREF(entry_type, (PyTypeObject *)Py_NewRef(entry_cls));
-    Py_XSETREF(journal_type, (PyTypeObject *)Py_NewRef(journal_cls));
-    Py_RETURN_NONE;
-}
-
-/* A tuple and the tuples inside it, out of the cycle collector's sight (they hold no other container). */
-static void untrack_tuples(PyObject *obj) {
-    if (!PyTuple_CheckExact(obj) || !PyObject_GC_IsTracked(obj)) return;
-    PyObject_GC_UnTrack(obj);
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) untrack_tuples(PyTuple_GET_ITEM(obj, i));
-}
-
-/* Journal.start(...) of an answered Produce: JournalEntry(next(numbers), ...) appended to the ring.  The
-   entry holds strings, numbers and tuples of them (JournalEntry keeps no mutable container), so it and
-   its tuples are untracked: ten thousand of them need not be walked by every young collection. */
-static int journal_answered(PyObject *journal, PyObject *values[ENTRY_SLOTS]) {
-    static MemberSite numbers_site, ring_site;
-    PyObject *numbers = site_get(&numbers_site, journal, s_numbers), *ring = site_get(&ring_site, journal, s_entries);
-    PyObject *seq = numbers ? PyIter_Next(numbers) : NULL;
-    PyObject *entry = seq ? entry_type->tp_alloc(entry_type, 0) : NULL;
-    int failed = entry == NULL;
-    values[0] = seq;
-    for (int i = 0; i < ENTRY_SLOTS; i++) {
-        if (entry != NULL)
-            *(PyObject **)((char *)entry + entry_offset[i]) = Py_XNewRef(values[i]);
-    }
-    Py_XDECREF(seq);
-    if (!failed) {
-        untrack_tuples(values[entry_about]);
-        untrack(entry);
-        PyObject *done = PyObject_CallMethodOneArg(ring, s_append, entry);
-        failed = done == NULL;
-        Py_XDECREF(done);
-    }
-    if (failed && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the journal's numbering ended");
-    Py_XDECREF(entry);
-    Py_XDECREF(numbers);
-    Py_XDECREF(ring);
-    return failed ? -1 : 0;
 }
 
 static PyObject *enable_staging(PyObject *self, PyObject *flag) {
@@ -324,26 +270,7 @@ static int cap_grow(Scene *sc, PyObject *counted) {
 
 static int write_answer(Scene *sc, PyObject *conn, PyObject *answer);
 
-/* Journal.start of an answered request into a journal of exactly the Journal class: JournalEntry's
-   slots from these values (no fault rules, no throttle), the next number, appended to the ring. */
-static int file_answered(Scene *sc, PyObject *peer, PyObject *client_id, PyObject *software, PyObject *api_name,
-                         long api_key, int version, int32_t correlation_id, PyObject *about, double latency_ms,
-                         long long now_ms) {
-    PyObject *time_ms = PyLong_FromLongLong(now_ms), *broker_id = PyLong_FromLong(sc->node_id),
-             *key = PyLong_FromLong(api_key), *version_no = PyLong_FromLong(version),
-             *correlation = PyLong_FromLong(correlation_id), *latency = PyFloat_FromDouble(latency_ms);
-    PyObject *values[ENTRY_SLOTS] = {NULL, time_ms, broker_id, peer, client_id, software, api_name, key, version_no,
-                                     correlation, latency, about, no_faults, no_faults, answered_name, zero};
-    int failed = time_ms == NULL || broker_id == NULL || key == NULL || version_no == NULL || correlation == NULL ||
-                 latency == NULL || journal_answered(sc->journal, values) < 0;
-    Py_XDECREF(time_ms);
-    Py_XDECREF(broker_id);
-    Py_XDECREF(key);
-    Py_XDECREF(version_no);
-    Py_XDECREF(correlation);
-    Py_XDECREF(latency);
-    return failed ? -1 : 0;
-}
+#include "lane_journal.h"
 
 /* The journal entry and the answer on the wire, for one request the lane took. */
 static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long now_ms, int version,
@@ -361,7 +288,7 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
         int failed = peer == NULL || software == NULL || about == NULL;
         if (!failed && entry_type != NULL && Py_IS_TYPE(sc->journal, journal_type)) {
             failed = file_answered(sc, peer, client_id, software, produce_name, 0, version, correlation_id, about,
-                                   latency_ms, now_ms) < 0;
+                                   no_faults, latency_ms, now_ms) < 0;
         } else if (!failed) {
             PyObject *entry = PyObject_CallMethod(sc->journal, "start", "LlOOOOiiiO()ds", now_ms, sc->node_id, peer,
                                                   client_id, software, produce_name, 0, version, (int)correlation_id,
@@ -437,6 +364,7 @@ static int answer_frame(Scene *sc, PyObject *conn, PyObject *frame, const unsign
 }
 
 #include "api_versions_staging.h"
+#include "kept_answers.h"
 
 /* borrow(broker, connection, 0, frame): a large frame read into its own buffer, whole, with nothing
    queued: 1 answered, 0 left to dispatch, -1 refused by the lane (dispatch must not offer it again). */
@@ -495,7 +423,8 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (size < 8 || size > max_bytes || end - pos - 4 < size) break; /* the connection decides */
         const unsigned char *h = b + pos + 4;
         int api_versions = !h[0] && h[1] == 18 && api_versions_fn != NULL && entry_type != NULL;
-        if ((h[0] || h[1]) && !api_versions) break; /* not a Produce or an ApiVersions: dispatched in turn */
+        int kept = !h[0] && h[1] < KEPT_KEYS && kept_names[h[1]] != NULL && kept_fn != NULL && entry_type != NULL;
+        if ((h[0] || h[1]) && !api_versions && !kept) break; /* not one the lane answers: dispatched in turn */
         if (pos > 0) { /* as Connection._process: nothing more is handled once the connection closed */
             int closed = site_true(&closed_site, conn, s_closed);
             if (closed) {
@@ -515,8 +444,8 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 break;
             }
         }
-        if (api_versions) {
-            int answered = answer_api_versions(&sc, conn, h, size);
+        if (api_versions || kept) {
+            int answered = api_versions ? answer_api_versions(&sc, conn, h, size) : answer_kept(&sc, broker, conn, h, size);
             if (answered <= 0) { /* left to dispatch (which never offers it here again) */
                 failed = answered < 0;
                 break;
@@ -565,5 +494,8 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         {"staging_taken", staging_taken, METH_NOARGS, "Produce requests borrow() has answered."},               \
         {"setup_api_versions", setup_api_versions, METH_VARARGS, "setup_api_versions(answer_body, about)."},      \
         {"api_versions_taken", api_versions_taken, METH_NOARGS, "ApiVersions requests borrow() has answered."},  \
+        {"setup_kept_answers", setup_kept_answers, METH_VARARGS, "setup_kept_answers(answer, epoch, apis)."},     \
+        {"kept_taken", kept_taken, METH_NOARGS,                                                               \
+         "(requests borrow() answered from kept answers, of them answered by kept_answers.answer())."},       \
         {"direct_sends", direct_send_counts, METH_NOARGS,                                                    \
          "direct_sends() -> answers sent whole to the socket, in part, through the transport (direct_send.h)."},

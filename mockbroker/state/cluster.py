@@ -15,6 +15,7 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults.fault_set import FaultSet
 from mockbroker.faults.journal import Journal
 from mockbroker.plain import Slotted
+from mockbroker.state import answer_epoch
 from mockbroker.state.acls import Authorizer
 from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
@@ -143,7 +144,7 @@ class ClusterState:
 
     # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "acls", "clock", "config", "drop_produce_responses", "faults", "journal",
-                 "memory_cap", "quotas", "topics")
+                 "kept_answers", "memory_cap", "quotas", "topics")
 
     def __init__(self, config: Mapping[str, Any] | None = None, clock: Any = None) -> None:
         self.config = BrokerConfig(config)
@@ -154,6 +155,8 @@ class ClusterState:
         self.down_brokers: dict[int, BrokerInfo] = {}
         self.coordinator_overrides: dict[str, int] = {}
         self.topics_by_id: dict[bytes, Topic] = {}
+        # answers kept for requests that repeat byte for byte (mockbroker/handlers/kept_answers.py)
+        self.kept_answers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.controller_id = 0
         self.producers = ProducerRegistry()
         self.drop_produce_responses = 0  # test hook: close the connection after this many appends
@@ -224,6 +227,7 @@ class ClusterState:
                    endpoints: dict[str, tuple[str, int]] | None = None) -> BrokerInfo:
         info = BrokerInfo(node_id, host, port, rack, dict(endpoints or {}))
         self.brokers[node_id] = info
+        answer_epoch.bump()
         return info
 
     def live_broker_ids(self) -> list[int]:
@@ -337,6 +341,7 @@ class ClusterState:
         if not validate_only:
             self.topics[name] = topic
             self.topics_by_id[topic.topic_id] = topic
+            answer_epoch.bump()
         return topic
 
     def check_new_topic(self, name: str) -> None:
@@ -397,6 +402,7 @@ class ClusterState:
                 replicas = [brokers[(first + r) % len(brokers)] for r in range(topic.replication_factor)]
             topic.partitions.append(PartitionLog(topic.name, index, replicas[0], replicas))
         self._placement += 1
+        answer_epoch.bump()
 
     def create_partitions(self, name: str, total: int, validate_only: bool = False,
                           assignment: list[list[int]] | None = None) -> Topic:
@@ -422,6 +428,7 @@ class ClusterState:
         topic = self.topic(name)
         del self.topics[name]
         del self.topics_by_id[topic.topic_id]
+        answer_epoch.bump()
         return topic
 
     def topic(self, name: str) -> Topic:

@@ -14,6 +14,7 @@ from typing import Any
 from mockbroker import records as rec
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.plain import Slotted
+from mockbroker.state import answer_epoch
 from mockbroker.state.producer_state import PartitionProducers
 
 
@@ -186,6 +187,7 @@ class PartitionLog:
             if new_leader not in self.replicas:  # the new leader is a replica, as Kafka's controller ensures
                 self.replicas = [*self.replicas, new_leader]
         self.epoch_starts.append((self.leader_epoch, self.next_offset))
+        answer_epoch.bump()  # Metadata answers name leaders, epochs and replicas
         for notify in self.listeners:  # waiting fetches answer now (fenced, or no longer the leader), as Kafka's do
             notify(self)
 

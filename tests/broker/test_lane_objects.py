@@ -74,17 +74,16 @@ def _plain_produce(correlation_id: int, topic: str = "plain") -> bytes:
     return api.to_bytes(api.encode_request(0, 9, correlation_id, body, "c"))
 
 
-@pytest.mark.parametrize("last", ["metadata", "refused", "none"])
+@pytest.mark.parametrize("last", ["other", "refused", "none"])
 def test_the_answers_to_one_reads_frames_go_out_in_one_write(last: str) -> None:
     """borrow() writes the answers of every Produce frame it took from one read together, in order,
-    before it returns (where dispatch takes over: a Metadata frame, or a Produce the lane refuses)."""
+    before it returns (where dispatch takes over: a ListGroups frame, or a Produce the lane refuses)."""
     from mockbroker.server.connection import Connection
 
     broker = _bare_broker()
     broker.cluster.clock = ManualClock(NOW)
     frames = [_plain_produce(c) for c in (1, 2, 3, 4)]
-    tail = {"metadata": api.to_bytes(api.encode_request(3, 1, 5, api.request_module(3).MetadataRequest(topics=None),
-                                                        "c")),
+    tail = {"other": api.to_bytes(api.encode_request(16, 4, 5, api.request_module(16).ListGroupsRequest(), "c")),
             "refused": _plain_produce(5, topic="missing"), "none": b""}[last]
     data = b"".join(frames) + tail
     staging = bytearray(1 << 16)
