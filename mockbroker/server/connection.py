@@ -141,15 +141,15 @@ class PyReader(asyncio.BufferedProtocol):
 
 
 def _plain_socket_fd(transport: asyncio.BaseTransport) -> int:
-    """The descriptor of a plaintext TCP transport's socket (-1: none, or the transport encrypts)."""
-    if transport.get_extra_info("sslcontext") is not None or transport.get_extra_info("ssl_object") is not None:
-        return -1
-    sock = transport.get_extra_info("socket")
-    if sock is None or getattr(sock, "type", None) != socket.SOCK_STREAM:
+    """The descriptor of a TCP transport's socket (-1: none), for listeners without TLS (connection_made
+    asks only for those: the listeners are TCP servers, so no type check; uvloop makes the socket type an
+    enum through Python's enum machinery, ~4k instructions a connection)."""
+    fileno = getattr(transport.get_extra_info("socket"), "fileno", None)
+    if fileno is None:
         return -1
     try:
-        return int(sock.fileno())
-    except (OSError, ValueError):
+        return int(fileno())
+    except (OSError, ValueError, TypeError):
         return -1
 
 
