@@ -1,6 +1,6 @@
 """Build hook for the optional C speedups (mockbroker/records/_speedups.c: record checks;
 mockbroker/protocol/_fastproduce.c: the Produce request/response codec; mockbroker/protocol/_fastfetch.c:
-the FetchResponse encoder; mockbroker/handlers/_producelane.c:
+the FetchResponse encoder and FetchRequest reader; mockbroker/handlers/_producelane.c:
 the usual Produce request from frame to answer; mockbroker/server/_reading.c: a connection's
 get_buffer/buffer_updated; mockbroker/records/batch_checks.h: the batch checks the
 first and last share; mockbroker/protocol/wire_reader.h and wire_writer.h: the wire reads and writes the
@@ -33,7 +33,8 @@ setup(
         Extension(
             "mockbroker.protocol._fastfetch",
             sources=["mockbroker/protocol/_fastfetch.c"],
-            depends=["mockbroker/protocol/wire_writer.h", "mockbroker/protocol/struct_slots.h"],
+            depends=["mockbroker/protocol/wire_writer.h", "mockbroker/protocol/struct_slots.h",
+                     "mockbroker/protocol/wire_reader.h", "mockbroker/protocol/fetch_request_reader.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -1,5 +1,6 @@
-/* Optional C encoder for the answer every consumer reads most: FetchResponse, versions 4-18, written
-   from the very objects of the generated codec (mockbroker/protocol/generated/fetch_response.py).
+/* Optional C codec for the request every consumer sends most: FetchResponse, versions 4-18, written
+   from the very objects of the generated codec (mockbroker/protocol/generated/fetch_response.py), and
+   FetchRequest decoded into them (fetch_request_reader.h: setup_request, decode_request).
 
    setup(FetchResponse, FetchableTopicResponse, PartitionData, AbortedTransaction, EpochEndOffset,
          LeaderIdAndEpoch, SnapshotId, hole_threshold)
@@ -23,7 +24,7 @@
 
 #include "wire_writer.h"
 
-#define MAX_SLOTS 12
+#define MAX_SLOTS 13 /* FetchRequest's */
 
 #include "struct_slots.h"
 
@@ -53,6 +54,8 @@ static int ready = 0;
 static int find_slots(int which, PyObject *cls) {
     return layout_of(&layouts[which], cls, SLOT_NAMES[which]);
 }
+
+#include "fetch_request_reader.h"
 
 static PyObject *setup(PyObject *self, PyObject *args) {
     PyObject *cls[LAYOUTS];
@@ -225,12 +228,16 @@ static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(*generated classes, hole_threshold): learn where their slots live."},
     {"encode_response", encode_response, METH_VARARGS,
      "encode_response(response, version, out, holes) -> True, or None when the generated writer must run."},
+    {"setup_request", setup_request, METH_VARARGS,
+     "setup_request(*generated request classes, zero_uuid): learn where their slots live."},
+    {"decode_request", decode_request, METH_VARARGS,
+     "decode_request(frame, pos, version) -> (FetchRequest, end), or None when the generated reader must run."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "mockbroker.protocol._fastfetch",
-    "Optional C encoder for FetchResponse (see protocol/fast_fetch.py).", -1, methods,
+    "Optional C codec for FetchResponse and FetchRequest (see protocol/fast_fetch.py).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__fastfetch(void) { return PyModule_Create(&module); }

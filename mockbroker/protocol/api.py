@@ -173,7 +173,7 @@ def decode_request(frame: bytes | memoryview, allow_trailing: bool = False,
         else:
             header, pos = decode_message(module("RequestHeader"), 2, buf)
             tags = header.unknown_tags
-    fast = (_fast_produce or _produce_codec()).decode_request if api_key == 0 else None
+    fast = (_fast_produce or _produce_codec()).decode_request if api_key == 0 else _DECODERS.get(api_key)
     decoded = fast(buf, pos, version) if fast is not None else None  # None: not the usual case, or not built
     body, pos = decoded or decode_message(request_module(api_key), version, buf, pos)
     if pos != len(buf) and not allow_trailing:
@@ -238,6 +238,16 @@ _ENCODERS: dict[int, Encoder] = {}
 
 def set_response_encoder(api_key: int, encoder: Encoder) -> None:
     _ENCODERS[api_key] = encoder
+
+
+# api key -> decoder(frame, pos, version) that reads a request body into the generated classes and
+# returns (body, end), or None (the generated reader then decodes it or names the problem): a C reader
+Decoder = Callable[[memoryview, int, int], "tuple[Struct, int] | None"]
+_DECODERS: dict[int, Decoder] = {}
+
+
+def set_request_decoder(api_key: int, decoder: Decoder) -> None:
+    _DECODERS[api_key] = decoder
 
 
 def encode_request(
