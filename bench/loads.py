@@ -367,6 +367,35 @@ def metadata_ms(peer: Peer, rounds: int = 20) -> tuple[float, int]:
     return times[len(times) // 2], size
 
 
+def client_connections(peer: Peer, topic: str, count: int = 1000) -> float:
+    """Microseconds per short-lived client, one after another: connect, ApiVersions v3, Metadata v12
+    naming one topic, close (the first requests of every producer, consumer and admin client; a test
+    suite makes one per test).  Raw sockets with the requests encoded once, so the broker's work, not a
+    client library's, is what takes the time."""
+    peer.create_topic(topic, 4)
+    m18, m3 = api.request_module(18), api.request_module(3)
+    hello = api.to_bytes(api.encode_request(18, 3, 1, m18.ApiVersionsRequest(
+        client_software_name="bench", client_software_version="1"), "bench"))
+    ask = api.to_bytes(api.encode_request(3, 12, 2, m3.MetadataRequest(
+        topics=[m3.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False), "bench"))
+
+    def one() -> None:
+        with connect(peer.bootstrap) as sock:
+            for frame in (hello, ask):
+                sock.sendall(frame)
+                _recv_exact(sock, struct.unpack(">i", _recv_exact(sock, 4))[0])
+
+    for _ in range(20):  # the first connections' answers (made, then kept) are not what a suite sees
+        one()
+    peer.phase_done("setup")
+    start = time.perf_counter()
+    for _ in range(count):
+        one()
+    spent = time.perf_counter() - start
+    peer.phase_done("clients")
+    return spent / count * 1e6
+
+
 def rss_per_stored_mb(peer: Peer, topic: str, mib: int = 192, partitions: int = 64) -> tuple[float, float]:
     """(RSS growth / stored MiB, RSS MiB after) producing ``mib`` MiB of 1 KiB records (3 MiB a partition)."""
     peer.create_topic(topic, partitions)

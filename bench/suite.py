@@ -57,6 +57,7 @@ ROWS = (
     Row("join1", "group join, 1 member (classic)", "s", throughput=False),
     Row("join3", "group join, 3 members (classic)", "s", throughput=False),
     Row("meta10k", "Metadata for 10k partitions (100 x 100)", "ms", throughput=False),
+    Row("clients", "a client's connection: ApiVersions, Metadata, close", "us", throughput=False),
     Row("rss_per_mb", "RSS growth per stored MB", "MB/MB", throughput=False),
     Row("rss_conn", "RSS per idle connection (1,000 open)", "KiB", throughput=False),
 )
@@ -76,6 +77,7 @@ CPU_ROWS = (
     Row("cpu_big", "256 x 1 MiB: produce + consume + raw fetch", "ms", throughput=False),
     Row("cpu_lat", "produce at 1,000/s, acks=all, 2 s", "ms", throughput=False),
     Row("cpu_follow", "a consumer following 1,000/s, 2 s (with its long polls)", "ms", throughput=False),
+    Row("cpu_clients_clients", "1,000 short-lived clients (ApiVersions, Metadata)", "ms", throughput=False),
 )
 BROKERS: tuple[tuple[str, Callable[[], Peer]], ...] = (
     PEERS[0],
@@ -85,9 +87,10 @@ BROKERS: tuple[tuple[str, Callable[[], Peer]], ...] = (
     *PEERS[1:],
 )
 # the rows mockbroker's variants (pure Python, envelope checks) are measured on; not the following consumer,
-# whose cost is the Fetch path (the variants change only how produced batches are checked)
+# whose cost is the Fetch path, or the clients' connections (the variants change only how produced
+# batches are checked)
 VARIANT_ROWS = ({r.key for r in ROWS if r.throughput} | {"lat_p50", "lat_p99"}
-                | {r.key for r in CPU_ROWS if r.key != "cpu_follow"})
+                | {r.key for r in CPU_ROWS if r.key not in ("cpu_follow", "cpu_clients_clients")})
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,8 @@ def round_loads(scale: Scale, i: int) -> list[Load]:
          lambda peer: loads.produce_latency(peer, f"lat-{i}", seconds=scale.latency_s)),
         ("following consumer", ("follow_p50", "follow_p99"), "cpu_follow",
          lambda peer: loads.follow_latency(peer, f"follow-{i}", seconds=scale.latency_s)),
+        ("short-lived clients", ("clients",), "cpu_clients",
+         lambda peer: loads.client_connections(peer, f"clients-{i}", scale.connections)),
         ("join 1", ("join1",), None, lambda peer: loads.group_join(peer, f"join1-{i}", 1)),
         ("join 3", ("join3",), None, lambda peer: loads.group_join(peer, f"join3-{i}", 3)),
     ]
