@@ -108,43 +108,6 @@ static PyObject *read_fetch_partition(Reader *r, int version) {
     return build(Q_PART, values);
 }
 
-static PyObject *read_fetch_topic(Reader *r, int version) {
-    PyObject *name, *id, *parts = NULL;
-    Py_ssize_t count;
-    if (read_topic_key(r, version, &name, &id) && read_count(r, &count) && (parts = PyList_New(count)) != NULL) {
-        for (Py_ssize_t i = 0; i < count; i++) {
-            PyObject *part = read_fetch_partition(r, version);
-            if (part == NULL) {
-                Py_CLEAR(parts); /* a list partly filled holds NULLs: its dealloc skips them */
-                break;
-            }
-            PyList_SET_ITEM(parts, i, part);
-        }
-    }
-    if (parts != NULL && !no_tags(r)) Py_CLEAR(parts);
-    PyObject *values[] = {name, id, parts, Py_NewRef(Py_None)};
-    return build(Q_TOPIC, values);
-}
-
-static PyObject *read_forgotten(Reader *r, int version) {
-    PyObject *name, *id, *parts = NULL;
-    Py_ssize_t count;
-    if (read_topic_key(r, version, &name, &id) && read_count(r, &count) && (parts = PyList_New(count)) != NULL) {
-        for (Py_ssize_t i = 0; i < count; i++) {
-            int32_t index;
-            PyObject *item = read_i32(r, &index) ? PyLong_FromLong(index) : NULL;
-            if (item == NULL) {
-                Py_CLEAR(parts);
-                break;
-            }
-            PyList_SET_ITEM(parts, i, item);
-        }
-    }
-    if (parts != NULL && !no_tags(r)) Py_CLEAR(parts);
-    PyObject *values[] = {name, id, parts, Py_NewRef(Py_None)};
-    return build(Q_FORGOTTEN, values);
-}
-
 /* A list of ``count`` elements read by ``read`` (NULL on any problem). */
 static PyObject *read_list(Reader *r, int version, PyObject *(*read)(Reader *, int)) {
     Py_ssize_t count;
@@ -153,12 +116,36 @@ static PyObject *read_list(Reader *r, int version, PyObject *(*read)(Reader *, i
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *item = read(r, version);
         if (item == NULL) {
-            Py_DECREF(list);
+            Py_DECREF(list); /* a list partly filled holds NULLs: its dealloc skips them */
             return NULL;
         }
         PyList_SET_ITEM(list, i, item);
     }
     return list;
+}
+
+/* A forgotten partition's index. */
+static PyObject *read_index(Reader *r, int version) {
+    int32_t index;
+    return read_i32(r, &index) ? PyLong_FromLong(index) : NULL;
+}
+
+/* A topic as this version names it, with a list of ``read``'s items: a FetchTopic (its partitions)
+   or a ForgottenTopic (partition indexes). */
+static PyObject *read_topic_with(Reader *r, int version, int which, PyObject *(*read)(Reader *, int)) {
+    PyObject *name, *id, *items = NULL;
+    if (read_topic_key(r, version, &name, &id)) items = read_list(r, version, read);
+    if (items != NULL && !no_tags(r)) Py_CLEAR(items);
+    PyObject *values[] = {name, id, items, Py_NewRef(Py_None)};
+    return build(which, values);
+}
+
+static PyObject *read_fetch_topic(Reader *r, int version) {
+    return read_topic_with(r, version, Q_TOPIC, read_fetch_partition);
+}
+
+static PyObject *read_forgotten(Reader *r, int version) {
+    return read_topic_with(r, version, Q_FORGOTTEN, read_index);
 }
 
 static PyObject *decode_request(PyObject *self, PyObject *args) {

@@ -4,7 +4,6 @@ software remembered on the connection, and everything it must leave to the handl
 
 from __future__ import annotations
 
-import socket
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -15,12 +14,12 @@ from mockbroker.cluster import MockCluster
 from mockbroker.handlers import produce_lane
 from mockbroker.protocol import api
 
+from .wire import JOURNAL_FIELDS, exchange
+
 pytestmark = pytest.mark.skipif(not produce_lane.available(),
                                 reason="the C extension is not built (or MOCKBROKER_PURE_PYTHON is set)")
 
 AV = api.request_module(18)
-FIELDS = ("broker", "client_id", "client_software", "api", "api_key", "version", "correlation_id", "about",
-          "errors", "faults", "outcome", "throttle_ms")
 
 
 @pytest.fixture
@@ -28,17 +27,6 @@ def cluster() -> Iterator[MockCluster]:
     with MockCluster(brokers=1, topics={"t": 1}) as c:
         yield c
     produce_lane._lane.enable_staging(True)
-
-
-def _exchange(port: int, frames: list[bytes]) -> list[bytes]:
-    """Send each frame on one connection and read its answer; the answers' bytes after the size."""
-    answers = []
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        for frame in frames:
-            s.sendall(struct.pack(">i", len(frame)) + frame)
-            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-            answers.append(s.recv(size, socket.MSG_WAITALL))
-    return answers
 
 
 def _frame(version: int, client_id: str | None, name: str = "lane-test", software: str = "1.0") -> bytes:
@@ -55,8 +43,8 @@ def _run(cluster: MockCluster, on: bool, frames: list[bytes]) -> tuple[list[byte
     lane = produce_lane._lane
     lane.enable_staging(on)
     before, seq = lane.api_versions_taken(), cluster.journal.entries()[-1].seq if cluster.journal.entries() else 0
-    answers = _exchange(cluster.brokers[0].port, frames)
-    entries = [tuple(getattr(e, f) for f in FIELDS) for e in cluster.journal.entries(since_seq=seq)]
+    answers = exchange(cluster.brokers[0].port, frames)
+    entries = [tuple(getattr(e, f) for f in JOURNAL_FIELDS) for e in cluster.journal.entries(since_seq=seq)]
     return answers, entries, lane.api_versions_taken() - before
 
 
@@ -93,7 +81,7 @@ def test_the_lane_answers_with_the_cluster_features_of_the_moment(cluster: MockC
     update = uf.UpdateFeaturesRequest(timeout_ms=1000, feature_updates=[uf.FeatureUpdateKey(
         feature="transaction.version", max_version_level=1, upgrade_type=2, allow_downgrade=True)])
     before = api.decode_response(18, 4, _run(cluster, True, [_frame(4, "c")])[0][0])[1]
-    assert _exchange(cluster.brokers[0].port, [api.to_bytes(api.encode_request(57, 1, 3, update))[4:]])
+    assert exchange(cluster.brokers[0].port, [api.to_bytes(api.encode_request(57, 1, 3, update))[4:]])
     after = api.decode_response(18, 4, _run(cluster, True, [_frame(4, "c")])[0][0])[1]
     assert after.finalized_features_epoch == before.finalized_features_epoch + 1
     levels = {f.name: f.max_version_level for f in after.finalized_features}

@@ -17,12 +17,12 @@ from mockbroker.handlers import kept_answers, produce_lane
 from mockbroker.protocol import api
 from mockbroker.state import broker_actions
 
+from .wire import JOURNAL_FIELDS, exchange
+
 pytestmark = pytest.mark.skipif(not produce_lane.available(),
                                 reason="the C extension is not built (or MOCKBROKER_PURE_PYTHON is set)")
 
 MD, FC = api.request_module(3), api.request_module(10)
-FIELDS = ("broker", "client_id", "client_software", "api", "api_key", "version", "correlation_id", "about",
-          "errors", "faults", "outcome", "throttle_ms")
 
 
 @pytest.fixture
@@ -30,17 +30,6 @@ def cluster() -> Iterator[MockCluster]:
     with MockCluster(brokers=3, topics={"t": 4}) as c:
         yield c
     produce_lane._lane.enable_staging(True)
-
-
-def _exchange(port: int, frames: list[bytes]) -> list[bytes]:
-    """Send each frame on one connection and read its answer; the answers' bytes after the size."""
-    answers = []
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        for frame in frames:
-            s.sendall(struct.pack(">i", len(frame)) + frame)
-            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-            answers.append(s.recv(size, socket.MSG_WAITALL))
-    return answers
 
 
 def _frame(api_key: int, version: int, body: Any, correlation_id: int = 5, client_id: str | None = "kept") -> bytes:
@@ -58,8 +47,8 @@ def _run(cluster: MockCluster, on: bool, frames: list[bytes], node: int = 0) -> 
     lane.enable_staging(on)
     before = lane.kept_taken()[0]
     seq = cluster.journal.entries()[-1].seq if cluster.journal.entries() else 0
-    answers = _exchange(cluster.brokers[node].port, frames)
-    entries = [tuple(getattr(e, f) for f in FIELDS) for e in cluster.journal.entries(since_seq=seq)]
+    answers = exchange(cluster.brokers[node].port, frames)
+    entries = [tuple(getattr(e, f) for f in JOURNAL_FIELDS) for e in cluster.journal.entries(since_seq=seq)]
     return answers, entries, lane.kept_taken()[0] - before
 
 

@@ -79,3 +79,20 @@ def fetch_body(topic: str, partition: int, offset: int, max_wait_ms: int = 0, mi
             m.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes,
                              current_leader_epoch=leader_epoch)])],
     )
+
+
+# the journal entry fields a request answered two ways must agree on (not its number, time or latency)
+JOURNAL_FIELDS = ("broker", "client_id", "client_software", "api", "api_key", "version", "correlation_id",
+                  "about", "errors", "faults", "outcome", "throttle_ms")
+
+
+def exchange(port: int, frames: list[bytes]) -> list[bytes]:
+    """Send each frame (a request without its size) on one connection and read its answer; the answers'
+    bytes after the size."""
+    answers = []
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        for frame in frames:
+            s.sendall(struct.pack(">i", len(frame)) + frame)
+            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+            answers.append(s.recv(size, socket.MSG_WAITALL))
+    return answers
