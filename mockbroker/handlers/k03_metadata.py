@@ -22,8 +22,8 @@ Behavior:
   (handlers/kept_answers.py: the C staging lane writes it without decoding the request) while no
   topic, partition, leader, replica or live broker changed (mockbroker.state.answer_epoch) and the
   broker config did not; only requests :func:`ordinary` accepts (all topics, or topics that exist:
-  nothing to auto-create, no error) are kept.  A connection's life (ApiVersions, Metadata) ~81k
-  instructions of broker work instead of ~187k.
+  nothing to auto-create, no error) are kept.  A connection's life (connect, ApiVersions, Metadata,
+  close) ~72k instructions of broker work instead of ~187k (bench/NOTES.md).
 - v10-11: a topic named by id or with a null name fails the request with INVALID_REQUEST (as Kafka,
   which takes ids only from v12): every requested topic answered with that error, no brokers.
 - With ACLs on: topics without DESCRIBE are left out of an all-topics answer and answered
