@@ -5,6 +5,7 @@ the lane must leave to dispatch left there."""
 
 from __future__ import annotations
 
+import random
 import socket
 import struct
 from collections.abc import Callable, Iterator
@@ -114,6 +115,73 @@ def test_every_change_to_what_the_answers_say_is_seen(cluster: MockCluster) -> N
         assert _same_both_ways(cluster, frames) == 2 * len(frames), what
         after = _run(cluster, False, frames)[0]
         assert after != before or what == "broker up", what  # each change shows in some answer
+
+
+def _random_change(cluster: MockCluster, rng: random.Random) -> None:
+    """One change a test or scenario could make, chosen at random among those the cluster allows now."""
+    state = cluster.state
+    live, down = sorted(state.brokers), sorted(state.down_brokers)
+    names = sorted(state.topics)
+    choice = rng.randrange(8)
+    if choice == 0 or not names:
+        cluster.create_topic(f"r{rng.randrange(10**6)}", rng.randrange(1, 4),
+                             replication_factor=rng.randrange(1, min(len(live), 2) + 1))
+    elif choice == 1 and len(names) > 1:
+        _change(cluster, state.delete_topic, rng.choice(names))
+    elif choice == 2:
+        name = rng.choice(names)
+        _change(cluster, state.create_partitions, name, len(state.topics[name].partitions) + 1)
+    elif choice == 3:
+        name = rng.choice(names)
+        cluster.move_leader(name, rng.randrange(len(state.topics[name].partitions)))
+    elif choice == 4 and len(live) > 1:
+        cluster.broker_down(rng.choice(live))
+    elif choice == 5 and down:
+        cluster.broker_up(rng.choice(down))
+    elif choice == 6:
+        cluster.move_coordinator(rng.choice(("g", "h", "tx")))
+    else:
+        _change(cluster, state.config.set, "auto.create.topics.enable", rng.random() < 0.5)
+
+
+def _random_frames(cluster: MockCluster, rng: random.Random) -> list[bytes]:
+    """Metadata and FindCoordinator requests over topics that exist, that were deleted or never were
+    (without auto-creation, so that asking twice changes nothing), each asked twice in a row."""
+    names = [*sorted(cluster.state.topics), "gone", "never"]
+    out = []
+    for _ in range(12):
+        if rng.random() < 0.7:
+            version = rng.randrange(4, 14)
+            wanted = rng.sample(names, rng.randrange(0, min(4, len(names)) + 1))
+            frame = _metadata(version, None if rng.random() < 0.2 else wanted, rng.randrange(1 << 20),
+                              allow_auto_topic_creation=False)
+        else:
+            version = rng.randrange(0, 7)
+            key = rng.choice(("g", "h", "tx", ""))
+            body = (FC.FindCoordinatorRequest(key_type=rng.randrange(2), coordinator_keys=[key]) if version >= 4
+                    else FC.FindCoordinatorRequest(key=key, key_type=rng.randrange(2) if version else 0))
+            frame = _frame(10, version, body, rng.randrange(1 << 20))
+        out += [frame, frame]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_changes_and_requests_answer_as_dispatch_does(cluster: MockCluster, seed: int) -> None:
+    """Random changes between rounds of random requests, each round asked with the lane and without
+    it: the same answers and journal entries every time (a kept answer never outlives what it says)."""
+    rng = random.Random(seed)
+    answered = 0
+    for _ in range(12):
+        _random_change(cluster, rng)
+        frames = _random_frames(cluster, rng)
+        node = rng.choice(sorted(cluster.state.brokers))  # a live one (node ids are the brokers' places)
+        lane, lane_entries, taken = _run(cluster, True, frames, node)
+        answered += taken
+        usual, usual_entries, _none = _run(cluster, False, frames, node)
+        for i, frame in enumerate(frames):
+            assert lane[i] == usual[i], (i, frame)
+        assert lane_entries == usual_entries
+    assert answered > 12 * 24 // 3  # most of them from kept answers (the rest: unknown topics, empty keys)
 
 
 def test_each_broker_and_listener_answers_as_itself(cluster: MockCluster) -> None:
