@@ -20,7 +20,7 @@ Behavior:
   the last 32): a client connection's life ~16k instructions (~5 %) less broker work.
 - A request that repeats byte for byte is answered from the answer kept for the first
   (handlers/kept_answers.py: the C staging lane writes it without decoding the request) while no
-  topic, partition, leader, replica or live broker changed (mockbroker.state.answer_epoch) and the
+  topic, partition, leader, replica or live broker changed (mockbroker.state.answer_epoch.EPOCH) and the
   broker config did not; only requests :func:`ordinary` accepts (all topics, or topics that exist:
   nothing to auto-create, no error) are kept.  A connection's life (connect, ApiVersions, Metadata,
   close) ~72k instructions of broker work instead of ~187k (bench/NOTES.md).

@@ -9,7 +9,8 @@ Behavior:
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 - The coordinator's host and port are those of the listener the request arrived on.
 - Requests that repeat byte for byte are answered from the answer kept for the first
-  (handlers/kept_answers.py) while no broker or pinned coordinator changed.
+  (handlers/kept_answers.py) while no broker or pinned coordinator changed (answer_epoch.BROKERS:
+  topic changes leave them kept).
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@
    Requests some clients send again and again with the same bytes (every producer and consumer asks
    Metadata for its topics on each connection it opens) are answered from the answer kept for an equal
    request: the cluster's ``kept_answers`` dict, keyed (api key, version, the connection's listener,
-   the request body's bytes), holds (answer epoch, broker config generation, the answer frame with a
-   zero correlation id, the journal's ``about``, the answer's error codes).  An entry is used while the
-   epoch (mockbroker.state.answer_epoch.EPOCH.value) and the config generation are what they were when
-   it was made; otherwise, and for a body never seen, kept_answers.answer() (Python) decodes it, runs
+   the request body's bytes), holds (its API's answer count, broker config generation, the answer frame
+   with a zero correlation id, the journal's ``about``, the answer's error codes).  An entry is used
+   while the count (mockbroker.state.answer_epoch: EPOCH for Metadata, BROKERS for FindCoordinator) and
+   the config generation are what they were when it was made; otherwise, and for a body never seen, kept_answers.answer() (Python) decodes it, runs
    the handler as dispatch would -- only for requests its API calls ordinary, answered without side
    effects -- and gives the entry (kept or not), or None: the frame is left to dispatch, and so are
    equal ones while the entry it kept without a frame is current.
@@ -16,16 +16,16 @@
    connection), and for flexible versions no header tagged fields (else dispatch decodes them). */
 
 #define KEPT_KEYS 128
-static PyObject *kept_fn = NULL, *kept_epoch = NULL, *kept_names[KEPT_KEYS];
+static PyObject *kept_fn = NULL, *kept_names[KEPT_KEYS], *kept_epochs[KEPT_KEYS];
 static int kept_flexible[KEPT_KEYS]; /* the first flexible version of a kept API (-1: none) */
 static PyObject *s_kept_answers, *s_listener, *s_value;
 static long long kept_count = 0, kept_made = 0;
 
-/* 1 when the entry (a 5-tuple) was made at the current epoch and config generation */
-static int kept_current(Scene *sc, PyObject *entry) {
+/* 1 when the entry (a 5-tuple) was made at the current count (``counter``'s) and config generation */
+static int kept_current(Scene *sc, PyObject *entry, PyObject *counter) {
     if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 5) return 0;
     static MemberSite value_site;
-    PyObject *epoch = site_get(&value_site, kept_epoch, s_value);
+    PyObject *epoch = site_get(&value_site, counter, s_value);
     if (epoch == NULL) return -1;
     int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(entry, 0), epoch, Py_EQ);
     Py_DECREF(epoch);
@@ -64,7 +64,7 @@ static int answer_kept(Scene *sc, PyObject *broker, PyObject *conn, const unsign
     int failed = key == NULL || now_ms_of(sc, &now_ms) < 0;
     if (!failed && PyDict_CheckExact(kept)) {
         entry = PyDict_GetItemWithError(kept, key);
-        int current = entry == NULL ? (PyErr_Occurred() ? -1 : 0) : kept_current(sc, entry);
+        int current = entry == NULL ? (PyErr_Occurred() ? -1 : 0) : kept_current(sc, entry, kept_epochs[api_key]);
         failed = current < 0;
         entry = current == 1 ? Py_NewRef(entry) : NULL;
         if (entry != NULL && PyTuple_GET_ITEM(entry, 2) == Py_None) Py_SETREF(entry, Py_NewRef(Py_None)); /* dispatch's */
@@ -113,30 +113,30 @@ static int answer_kept(Scene *sc, PyObject *broker, PyObject *conn, const unsign
     return answered;
 }
 
-/* setup_kept_answers(answer, epoch, apis): ``apis`` maps each kept API's key to (its name, its first
-   flexible version or -1). */
+/* setup_kept_answers(answer, apis): ``apis`` maps each kept API's key to (its name, its first flexible
+   version or -1, the answer count its answers depend on: an object whose ``value`` slot counts). */
 static PyObject *setup_kept_answers(PyObject *self, PyObject *args) {
-    PyObject *fn, *epoch, *apis;
-    if (!PyArg_ParseTuple(args, "OOO!:setup_kept_answers", &fn, &epoch, &PyDict_Type, &apis)) return NULL;
+    PyObject *fn, *apis;
+    if (!PyArg_ParseTuple(args, "OO!:setup_kept_answers", &fn, &PyDict_Type, &apis)) return NULL;
     if (intern(&s_kept_answers, "kept_answers") || intern(&s_listener, "listener") || intern(&s_value, "value"))
         return NULL;
     PyObject *key, *value;
     Py_ssize_t i = 0;
     while (PyDict_Next(apis, &i, &key, &value)) {
         long api_key = PyLong_AsLong(key);
-        PyObject *name;
+        PyObject *name, *counter;
         int flexible;
         if (api_key == -1 && PyErr_Occurred()) return NULL;
         if (api_key < 0 || api_key >= KEPT_KEYS || api_key == 0 || api_key == 18) {
             PyErr_Format(PyExc_ValueError, "setup_kept_answers: api key %ld is not one the lane may keep", api_key);
             return NULL;
         }
-        if (!PyArg_ParseTuple(value, "Ui:setup_kept_answers", &name, &flexible)) return NULL;
+        if (!PyArg_ParseTuple(value, "UiO:setup_kept_answers", &name, &flexible, &counter)) return NULL;
         Py_XSETREF(kept_names[api_key], Py_NewRef(name));
+        Py_XSETREF(kept_epochs[api_key], Py_NewRef(counter));
         kept_flexible[api_key] = flexible;
     }
     Py_XSETREF(kept_fn, Py_NewRef(fn));
-    Py_XSETREF(kept_epoch, Py_NewRef(epoch));
     Py_RETURN_NONE;
 }
 

@@ -5,10 +5,10 @@ bytes each time; through dispatch such a request is ~40 us of Python (decode, jo
 encode).  The staging lane (handlers/kept_answers.h) looks the request up in the cluster's
 ``kept_answers`` by (api key, version, the connection's listener, the body's bytes) and writes the kept
 answer with the request's correlation id, filing the journal entry dispatch would, without a Python
-call; consumers ask FindCoordinator for their group the same way.  An entry is good while
-mockbroker.state.answer_epoch.EPOCH (bumped by every change to topics, partitions, leaders, replicas,
-live brokers, the controller and pinned coordinators) and the broker config's generation
-stay what they were when it was made.
+call; consumers ask FindCoordinator for their group the same way.  An entry is good while its API's
+count in mockbroker.state.answer_epoch (Metadata: every change to topics, partitions, leaders,
+replicas, live brokers and the controller; FindCoordinator: live brokers and pinned coordinators)
+and the broker config's generation stay what they were when it was made.
 
 :func:`answer` is what the lane calls for a request it has no current entry for: it decodes the body
 and runs the handler as dispatch would, but only for a request its API's ``ordinary`` check (registered
@@ -28,10 +28,11 @@ from mockbroker.faults.facts import journal_about, response_error_codes
 from mockbroker.handlers.registry import HANDLERS, handler_for
 from mockbroker.protocol import api
 from mockbroker.server import warm_up
-from mockbroker.state.answer_epoch import EPOCH
+from mockbroker.state.answer_epoch import BROKERS, EPOCH, AnswerEpoch
 
-# what the lane looks up: Metadata, FindCoordinator (each handler module registers its check with keep)
-KEPT_APIS = (3, 10)
+# what the lane looks up, with the count its answers depend on: Metadata, FindCoordinator (each handler
+# module registers its check with keep)
+KEPT_APIS: dict[int, AnswerEpoch] = {3: EPOCH, 10: BROKERS}
 KEPT_ENTRIES = 64  # per cluster: the dict starts afresh when full
 KEPT_ANSWER_BYTES = 64 << 10  # larger answers (many topics) are answered but not kept
 # api key -> ordinary(cluster, version, request body) -> True when answering it changes nothing and
@@ -51,14 +52,15 @@ def keep(api_key: int) -> Callable[[Callable[[Any, int, Any], bool]], Callable[[
 
 def answer(broker: Any, conn: Any, api_key: int, version: int, correlation_id: int, client_id: str | None,
            body: bytes) -> tuple[Any, ...] | None:
-    """The entry for a request the lane has no current one for: (epoch, config generation, the answer
+    """The entry for a request the lane has no current one for: (its API's count, config generation, the answer
     frame with correlation id 0, the journal's about, the error codes), kept in the cluster's
     ``kept_answers`` when nothing changed while it was made; None leaves the request to dispatch (and
     an entry without a frame, kept, tells the lane to leave equal requests there too while current)."""
     if warm_up.pending:  # as dispatch does: the process's first request answered in Python starts it
         warm_up.start()
     cluster = broker.cluster
-    epoch, generation = EPOCH.value, cluster.config.generation
+    counter = KEPT_APIS[api_key]
+    epoch, generation = counter.value, cluster.config.generation
     key = (api_key, version, conn.listener, body)
     request = _ordinary(cluster, api_key, version, body)
     if request is None:  # dispatch's, and so are equal requests until something changes
@@ -71,7 +73,7 @@ def answer(broker: Any, conn: Any, api_key: int, version: int, correlation_id: i
     frame = api.to_bytes(api.encode_response(api_key, version, 0, result))
     entry = (epoch, generation, frame, journal_about(api_key, request, cluster.topics_by_id),
              tuple(response_error_codes(api_key, result)))
-    if EPOCH.value == epoch and cluster.config.generation == generation and len(frame) <= KEPT_ANSWER_BYTES:
+    if counter.value == epoch and cluster.config.generation == generation and len(frame) <= KEPT_ANSWER_BYTES:
         _keep(cluster, key, entry)
     return entry
 
@@ -98,10 +100,11 @@ def _keep(cluster: Any, key: tuple[Any, ...], entry: tuple[Any, ...]) -> None:
     kept[key] = entry
 
 
-def lane_apis() -> dict[int, tuple[str, int]]:
-    """What setup_kept_answers needs of each kept API: its name and first flexible version (-1: none)."""
+def lane_apis() -> dict[int, tuple[str, int, AnswerEpoch]]:
+    """What setup_kept_answers needs of each kept API: its name, first flexible version (-1: none) and
+    the count its answers depend on."""
     out = {}
-    for api_key in KEPT_APIS:
+    for api_key, counter in KEPT_APIS.items():
         flexible = api.APIS[api_key][4]
-        out[api_key] = (api.api_name(api_key), -1 if flexible is None else flexible)
+        out[api_key] = (api.api_name(api_key), -1 if flexible is None else flexible, counter)
     return out

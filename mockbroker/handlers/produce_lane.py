@@ -153,9 +153,8 @@ if _lane is not None:
 
     _lane.setup_api_versions(_api_versions_body, NOTHING_ABOUT)
     from mockbroker.handlers import kept_answers
-    from mockbroker.state.answer_epoch import EPOCH
 
-    _lane.setup_kept_answers(kept_answers.answer, EPOCH, kept_answers.lane_apis())
+    _lane.setup_kept_answers(kept_answers.answer, kept_answers.lane_apis())
     from mockbroker.server import connection
 
     _lane.setup_frames(connection._new_frame, connection.LARGE_FRAME)  # the C frame_buffer: no Python call a frame

@@ -33,7 +33,7 @@
        version)`` gives the handler's encoded answer (k18_api_versions.usual_answer_body), ``about``
        the journal's form of a request about nothing; the connection's client_software is set as the
        handler sets it (api_versions_staging.h).  api_versions_taken() counts them.
-   setup_kept_answers(answer, epoch, apis)
+   setup_kept_answers(answer, apis)
        Once: borrow() answers requests of the APIs in ``apis`` (Metadata) that repeat byte for byte from
        the cluster's kept answers, and asks ``answer`` (kept_answers.answer) for those it has none of
        (kept_answers.h); kept_taken() counts them.
@@ -494,7 +494,7 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         {"staging_taken", staging_taken, METH_NOARGS, "Produce requests borrow() has answered."},               \
         {"setup_api_versions", setup_api_versions, METH_VARARGS, "setup_api_versions(answer_body, about)."},      \
         {"api_versions_taken", api_versions_taken, METH_NOARGS, "ApiVersions requests borrow() has answered."},  \
-        {"setup_kept_answers", setup_kept_answers, METH_VARARGS, "setup_kept_answers(answer, epoch, apis)."},     \
+        {"setup_kept_answers", setup_kept_answers, METH_VARARGS, "setup_kept_answers(answer, apis)."},            \
         {"kept_taken", kept_taken, METH_NOARGS,                                                               \
          "(requests borrow() answered from kept answers, of them answered by kept_answers.answer())."},       \
         {"direct_sends", direct_send_counts, METH_NOARGS,                                                    \

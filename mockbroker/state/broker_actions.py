@@ -33,7 +33,7 @@ def take_down(cluster: ClusterState, node_id: int) -> BrokerInfo:
                 log.bump_leader_epoch(new)
     if cluster.controller_id == node_id:
         cluster.controller_id = live[0]
-    answer_epoch.bump()
+    answer_epoch.bump_brokers()
     return info
 
 
@@ -42,7 +42,7 @@ def bring_up(cluster: ClusterState, node_id: int) -> BrokerInfo:
     if info is None:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"broker {node_id} is not down")
     cluster.brokers[node_id] = info
-    answer_epoch.bump()
+    answer_epoch.bump_brokers()
     return info
 
 
@@ -69,5 +69,5 @@ def move_coordinator(cluster: ClusterState, key: str, node_id: int | None = None
     if node_id not in cluster.brokers:
         raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {node_id} is not up")
     cluster.coordinator_overrides[key] = node_id
-    answer_epoch.bump()  # FindCoordinator answers name it
+    answer_epoch.bump_brokers()  # FindCoordinator answers name it
     return node_id

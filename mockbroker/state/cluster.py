@@ -227,7 +227,7 @@ class ClusterState:
                    endpoints: dict[str, tuple[str, int]] | None = None) -> BrokerInfo:
         info = BrokerInfo(node_id, host, port, rack, dict(endpoints or {}))
         self.brokers[node_id] = info
-        answer_epoch.bump()
+        answer_epoch.bump_brokers()
         return info
 
     def live_broker_ids(self) -> list[int]:

@@ -245,3 +245,16 @@ def test_kept_answers_are_bounded(cluster: MockCluster) -> None:
     frames = [_frame(10, 3, FC.FindCoordinatorRequest(key=f"group-{i}", key_type=0)) for i in range(150)]
     assert _run(cluster, True, frames)[2] == 150
     assert 0 < len(cluster.state.kept_answers) <= kept_answers.KEPT_ENTRIES
+
+
+def test_find_coordinator_answers_outlive_topic_changes_but_not_broker_ones(cluster: MockCluster) -> None:
+    lane = produce_lane._lane
+    find, meta = _frame(10, 3, FC.FindCoordinatorRequest(key="g", key_type=0)), _metadata(12, ["t"])
+    assert _run(cluster, True, [find, meta])[2] == 2
+    made = lane.kept_taken()[1]
+    cluster.create_topic("another", 1)
+    cluster.move_leader("t", 0, 1)
+    assert _run(cluster, True, [find])[2] == 1 and lane.kept_taken()[1] == made  # the kept answer
+    assert _run(cluster, True, [meta])[2] == 1 and lane.kept_taken()[1] == made + 1  # made again
+    cluster.broker_down(2)
+    assert _same_both_ways(cluster, [find, meta]) == 4 and lane.kept_taken()[1] == made + 3
