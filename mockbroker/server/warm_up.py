@@ -53,12 +53,18 @@ def steps() -> list[Callable[[], object]]:
 
 def start() -> None:
     """Begin the warm-up on the running loop (once per process): its first step runs after the callback
-    that called this, so the answer being made goes out first."""
+    that called this, so the answer being made goes out first.  Called with no loop running (a request
+    handed to dispatch or the staging lane directly, as the fuzz targets do), it waits for a call that
+    has one."""
     global pending
     if not pending:
         return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
     pending = False
-    asyncio.get_running_loop().call_soon(_run, steps())
+    loop.call_soon(_run, steps())
 
 
 def _run(todo: list[Callable[[], object]]) -> None:
