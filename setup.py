@@ -18,7 +18,7 @@ setup(
         Extension(
             "mockbroker.records._speedups",
             sources=["mockbroker/records/_speedups.c"],
-            depends=["mockbroker/records/batch_checks.h"],
+            depends=["mockbroker/records/batch_checks.h", "mockbroker/records/crc32c_fold.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),
@@ -41,7 +41,7 @@ setup(
         Extension(
             "mockbroker.handlers._producelane",
             sources=["mockbroker/handlers/_producelane.c"],
-            depends=["mockbroker/records/batch_checks.h", "mockbroker/protocol/wire_reader.h",
+            depends=["mockbroker/records/batch_checks.h", "mockbroker/records/crc32c_fold.h", "mockbroker/protocol/wire_reader.h",
                      "mockbroker/handlers/produce_lane_staging.h", "mockbroker/handlers/api_versions_staging.h",
                      "mockbroker/handlers/produce_lane_wire.h", "mockbroker/records/lz4_frames.h",
                      "mockbroker/handlers/member_sites.h", "mockbroker/handlers/direct_send.h",

@@ -39,7 +39,7 @@ _crc32c: Callable[[Buffer], int] | None = None
 
 
 def crc32c_function() -> Callable[[Buffer], int]:
-    """The CRC-32C function (the crc32c package's, hardware where the CPU has it), loaded on first
+    """The CRC-32C function (mockbroker's folding one or the crc32c package's, see records/crc.py), loaded on first
     use (see records/crc.py)."""
     global _crc32c
     if _crc32c is None:

@@ -130,14 +130,17 @@ static int check(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, Py_ss
     return pos == end;
 }
 
-/* CRC-32C with the CPU's crc32 instruction (SSE 4.2), for batches up to SMALL_CRC_BYTES: calling the
-   crc32c package (a memoryview, a call, an int) costs more than summing a small batch here.  Larger
-   batches, and CPUs without the instruction, go to the package (its interleaved loop is faster on
-   long buffers).  tests/records/test_batch_envelope.py holds envelope() to the Python checks. */
+/* CRC-32C of a batch: CPUs with AVX-512 and VPCLMULQDQ fold batches of CRC32C_FOLD_MIN bytes and more
+   (crc32c_fold.h); shorter batches, up to SMALL_CRC_BYTES, take the crc32 instruction (SSE 4.2) here:
+   calling the crc32c package (a memoryview, a call, an int) costs more than summing a small batch.
+   Larger batches on other CPUs, and CPUs without the instruction, go to the package (its interleaved
+   loop is faster on long buffers).  tests/records/test_batch_envelope.py holds envelope() to the
+   Python checks. */
 #define SMALL_CRC_BYTES 4096
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CRC32C_IN_HARDWARE 1
 #include <nmmintrin.h>
+#include "crc32c_fold.h"
 
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hardware(const unsigned char *p, size_t n) {
     uint64_t crc = 0xFFFFFFFFu;
@@ -160,6 +163,32 @@ static int crc32c_hardware_here(void) {
     return known;
 }
 #endif
+
+/* The CRC-32C of p[0:n] by the fastest way this CPU has (a bit at a time where it has no crc32
+   instruction: only for callers that asked whether it folds first). */
+static inline uint32_t crc32c_anywhere(const unsigned char *p, size_t n) {
+#ifdef CRC32C_FOLD_BUILT
+    if (n >= CRC32C_FOLD_MIN && crc32c_fold_here()) return crc32c_fold(p, n);
+#endif
+#ifdef CRC32C_IN_HARDWARE
+    if (crc32c_hardware_here()) return crc32c_hardware(p, n);
+#endif
+    uint32_t crc = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int bit = 0; bit < 8; bit++) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
+/* 1 when crc32c_anywhere() folds long buffers on this CPU. */
+static inline int crc32c_folds_here(void) {
+#ifdef CRC32C_FOLD_BUILT
+    return crc32c_fold_here();
+#else
+    return 0;
+#endif
+}
 
 static int32_t be32(const unsigned char *p) {
     return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
@@ -207,6 +236,9 @@ static int envelope(const unsigned char *b, Py_ssize_t n, int version, Py_ssize_
     f->producer_epoch = be16(b + 51);
     if (crc_function == Py_None) return 1;
 #ifdef CRC32C_IN_HARDWARE
+#ifdef CRC32C_FOLD_BUILT
+    if (n - 21 >= CRC32C_FOLD_MIN && crc32c_fold_here()) return crc32c_fold(b + 21, (size_t)(n - 21)) == f->crc;
+#endif
     if (n - 21 <= SMALL_CRC_BYTES && crc32c_hardware_here()) return crc32c_hardware(b + 21, (size_t)(n - 21)) == f->crc;
 #endif
     PyObject *tail = PyMemoryView_FromMemory((char *)b + 21, n - 21, PyBUF_READ);

@@ -134,16 +134,19 @@ def test_settings_the_c_check_cannot_take_fall_back_to_python() -> None:
     assert [h.record_count for _b, h in validate_produce(batch, 9, policy)] == [1]
 
 
-def test_crcs_of_every_length_around_the_hardware_limit_agree() -> None:
-    """The envelope sums batches up to 4 KiB itself (the CPU's crc32 instruction) and hands longer ones
-    to the crc32c package: both agree with the package at every length mod 8 on either side of the
-    limit, and a flipped bit anywhere is caught."""
+def test_crcs_of_every_length_around_the_hardware_limits_agree() -> None:
+    """The envelope folds batches of 256 bytes and more where the CPU can (crc32c_fold.h), sums shorter
+    ones (up to 4 KiB elsewhere) with the CPU's crc32 instruction and hands longer ones to the crc32c
+    package: each agrees with the package at every length mod 8 on either side of each limit, and a
+    flipped bit anywhere is caught."""
+    import crc32c as package
+
     crc = crc32c_function()
     base = len(rec.build_batch([(None, b"", [], NOW)]))
-    for target in [*range(60, 80), *range(4090, 4130), 9000]:  # bytes the CRC covers: len(batch) - 21
+    for target in [*range(60, 80), *range(250, 275), *range(4090, 4130), 9000]:  # bytes the CRC covers
         value = b"x" * max(0, target + 21 - base - 2)
         batch = bytearray(rec.build_batch([(None, value, [], NOW)]))
-        assert crc(bytes(batch[21:])) == int.from_bytes(batch[17:21], "big")
+        assert package.crc32c(bytes(batch[21:])) == int.from_bytes(batch[17:21], "big")
         assert speedups.batch_envelope(bytes(batch), 9, 1 << 20, crc) is not None, len(batch)
         for at in (21, len(batch) // 2, len(batch) - 1):
             batch[at] ^= 0x10
