@@ -41,9 +41,11 @@ setup(
         Extension(
             "mockbroker.handlers._producelane",
             sources=["mockbroker/handlers/_producelane.c"],
-            depends=["mockbroker/records/batch_checks.h", "mockbroker/records/crc32c_fold.h", "mockbroker/protocol/wire_reader.h",
+            depends=["mockbroker/records/batch_checks.h", "mockbroker/records/crc32c_fold.h",
+                     "mockbroker/protocol/wire_reader.h",
                      "mockbroker/handlers/produce_lane_staging.h", "mockbroker/handlers/api_versions_staging.h",
-                     "mockbroker/handlers/produce_lane_wire.h", "mockbroker/records/lz4_frames.h",
+                     "mockbroker/handlers/produce_lane_wire.h", "mockbroker/handlers/produce_lane_append.h",
+                     "mockbroker/records/lz4_frames.h",
                      "mockbroker/handlers/member_sites.h", "mockbroker/handlers/direct_send.h",
                      "mockbroker/handlers/kept_answers.h", "mockbroker/handlers/lane_journal.h"],
             include_dirs=["mockbroker/records", "mockbroker/protocol"],

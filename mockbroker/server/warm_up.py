@@ -29,7 +29,8 @@ log = logging.getLogger("mockbroker.server")
 # Produce, Fetch, ListOffsets, Metadata, CreateTopics, FindCoordinator, OffsetCommit, OffsetFetch,
 # InitProducerId: what producers, consumers and admin clients send first
 APIS = (0, 1, 2, 3, 19, 10, 8, 9, 22)
-MODULES = ("mockbroker.batches", "mockbroker.records.check", "mockbroker.state.fetch_sessions")
+MODULES = ("mockbroker.batches", "mockbroker.records.check", "mockbroker.state.fetch_sessions",
+           "mockbroker.protocol.fast_produce")  # Produce's decoder (the produce lane imports it; pure Python does not)
 
 pending = os.environ.get("MOCKBROKER_WARM_UP", "") != "0"  # dispatch starts the warm-up while this is set
 

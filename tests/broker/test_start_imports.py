@@ -9,7 +9,8 @@ dynamic config layers, fetch sessions and the legacy message formats.  argparse 
 terminal's width (else it imports shutil, with bz2 and lzma), and listening sockets for literal
 addresses are bound without the idna codec.  (pathlib is left
 out: setuptools' default editable-install finder imports it at interpreter start; `make` installs
-without it.)  The first Produce loads the crc32c package's extension module without the package's
+without it.)  The first Produce loads its CRC-32C function: mockbroker's own (``_speedups.crc32c``)
+where the CPU folds with VPCLMULQDQ, else the crc32c package's extension module without the package's
 ``__init__``, which imports importlib.metadata (~15 ms the first produce waited for).
 
 Each test runs the command's own ``main`` in a fresh interpreter, sends its requests, stops it and
@@ -30,6 +31,7 @@ import time
 
 from mockbroker import records as rec
 from mockbroker.protocol import api
+from mockbroker.records.crc import _folding_crc32c
 from tests.broker.wire import produce_body
 
 NOT_FOR_METADATA = ("cramjam", "lz4.frame", "zstandard", "hashlib", "hmac", "uuid",
@@ -41,6 +43,8 @@ NOT_FOR_METADATA = ("cramjam", "lz4.frame", "zstandard", "hashlib", "hmac", "uui
                     "mockbroker.records.convert",
                     "mockbroker.faults.rules", "random", "dataclasses", "json", "shutil", "encodings.idna")
 NOT_FOR_PRODUCE = ("crc32c", "importlib.metadata", "cramjam", "lz4.frame", "zstandard", "hashlib", "uuid")
+#: the module of the CRC-32C function a broker here loads for its first Produce (see records/crc.py)
+CRC_MODULE = "mockbroker.records._speedups" if _folding_crc32c() is not None else "crc32c._crc32c"
 
 
 def _metadata_v1_all_topics() -> bytes:
@@ -88,9 +92,9 @@ def test_serve_answers_metadata_without_loading_what_it_does_not_need() -> None:
     assert not early, f"imported before the first Metadata answer (start time): {early}"
 
 
-def test_the_first_produce_loads_the_crc32c_extension_alone() -> None:
+def test_the_first_produce_loads_its_crc_function_alone() -> None:
     imported = _modules_after(_metadata_v1_all_topics(), _produce_one_record())
-    assert "mockbroker.handlers.k00_produce" in imported and "crc32c._crc32c" in imported
+    assert "mockbroker.handlers.k00_produce" in imported and CRC_MODULE in imported
     extra = [name for name in NOT_FOR_PRODUCE if name in imported]
     assert not extra, f"imported by the first uncompressed Produce: {extra}"
 
@@ -98,7 +102,7 @@ def test_the_first_produce_loads_the_crc32c_extension_alone() -> None:
 def test_the_warm_up_loads_what_the_first_produce_needs() -> None:
     """With the warm-up on, the first Produce after it finds every module it needs already loaded."""
     warmed = _modules_after(_metadata_v1_all_topics(), warm_up=True, pause_s=1.0)
-    assert {"mockbroker.handlers.k00_produce", "mockbroker.handlers.k01_fetch", "crc32c._crc32c"} <= warmed
+    assert {"mockbroker.handlers.k00_produce", "mockbroker.handlers.k01_fetch", CRC_MODULE} <= warmed
     produced = _modules_after(_metadata_v1_all_topics(), _produce_one_record(), warm_up=True, pause_s=1.0)
     new = sorted(name for name in produced - warmed if name.startswith(("mockbroker", "crc32c")))
     assert not new, f"the first Produce after the warm-up still imported {new}"
