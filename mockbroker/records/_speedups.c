@@ -29,6 +29,7 @@
 #include <Python.h>
 #include <limits.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "batch_checks.h"
 
@@ -109,6 +110,7 @@ static PyObject *crc32c(PyObject *self, PyObject *arg) {
     const unsigned char *b = (const unsigned char *)view.buf;
     size_t n = (size_t)view.len;
     uint32_t crc;
+    (void)crc32c_folds_here(); /* the CPU check and the folding constants made with the GIL held */
     if (n < (1u << 16)) {
         crc = crc32c_anywhere(b, n);
     } else {  /* long enough that handing over the GIL costs little against the sum */
@@ -122,9 +124,33 @@ static PyObject *crc32c(PyObject *self, PyObject *arg) {
 
 static PyObject *crc32c_folds(PyObject *self, PyObject *unused) { return PyBool_FromLong(crc32c_folds_here()); }
 
+/* crc32c_by(buffer, way) -> int or None: the CRC-32C summed one given way ("zmm": folding, "crc32": the
+   crc32 instruction alone, "bits": a bit at a time), None where this CPU or build has no such way or
+   the buffer is too short for it.  For tests: each way checked on any CPU that has it. */
+static PyObject *crc32c_by(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    const char *way;
+    if (!PyArg_ParseTuple(args, "y*s:crc32c_by", &view, &way)) return NULL;
+    const unsigned char *b = (const unsigned char *)view.buf;
+    size_t n = (size_t)view.len;
+    long long crc = -1;
+    if (strcmp(way, "bits") == 0) crc = crc32c_bits(b, n);
+#ifdef CRC32C_IN_HARDWARE
+    else if (strcmp(way, "crc32") == 0 && crc32c_hardware_here()) crc = crc32c_hardware(b, n);
+#endif
+#ifdef CRC32C_FOLD_BUILT
+    else if (strcmp(way, "zmm") == 0 && crc32c_fold_here() && n >= CRC32C_FOLD_MIN) crc = crc32c_fold_zmm(b, n);
+#endif
+    PyBuffer_Release(&view);
+    if (crc < 0) Py_RETURN_NONE;
+    return PyLong_FromLongLong(crc);
+}
+
 static PyMethodDef methods[] = {
     {"crc32c", crc32c, METH_O,
      "crc32c(buffer) -> int\nThe CRC-32C of the buffer (initial ~0, result inverted), as Kafka's batches carry it."},
+    {"crc32c_by", crc32c_by, METH_VARARGS,
+     "crc32c_by(buffer, way) -> int or None\nThe CRC-32C summed one way (zmm, crc32, bits), for tests."},
     {"crc32c_folds", crc32c_folds, METH_NOARGS,
      "crc32c_folds() -> bool\nTrue when this CPU sums long buffers by carry-less multiplication."},
     {"batch_envelope", batch_envelope, METH_VARARGS,

@@ -164,6 +164,16 @@ static int crc32c_hardware_here(void) {
 }
 #endif
 
+/* The CRC-32C of p[0:n] a bit at a time (CPUs without the crc32 instruction). */
+static inline uint32_t crc32c_bits(const unsigned char *p, size_t n) {
+    uint32_t crc = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int bit = 0; bit < 8; bit++) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
 /* The CRC-32C of p[0:n] by the fastest way this CPU has (a bit at a time where it has no crc32
    instruction: only for callers that asked whether it folds first). */
 static inline uint32_t crc32c_anywhere(const unsigned char *p, size_t n) {
@@ -173,12 +183,7 @@ static inline uint32_t crc32c_anywhere(const unsigned char *p, size_t n) {
 #ifdef CRC32C_IN_HARDWARE
     if (crc32c_hardware_here()) return crc32c_hardware(p, n);
 #endif
-    uint32_t crc = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= p[i];
-        for (int bit = 0; bit < 8; bit++) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
-    }
-    return ~crc;
+    return crc32c_bits(p, n);
 }
 
 /* 1 when crc32c_anywhere() folds long buffers on this CPU. */

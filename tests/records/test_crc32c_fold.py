@@ -26,6 +26,9 @@ def test_the_check_value() -> None:
     assert speedups.crc32c(bytes(range(32))) == 0x46DD794E
 
 
+WAYS = ("zmm", "crc32", "bits")  # _speedups.crc32c_by's ways: folding, the crc32 instruction alone, bits
+
+
 def test_every_length_and_alignment_up_to_past_three_blocks() -> None:
     data = os.urandom(1100)
     view = memoryview(data)
@@ -36,11 +39,33 @@ def test_every_length_and_alignment_up_to_past_three_blocks() -> None:
                 assert speedups.crc32c(piece) == package.crc32c(piece), (start, length)
 
 
-def test_long_buffers() -> None:
-    rng = random.Random(8)
-    for length in (4096, 65535, 65536, 65537, 1 << 20, (3 << 20) + 77):
+def test_each_way_this_cpu_has_at_every_length() -> None:
+    """Each way of summing on its own (the broker takes only the fastest this CPU has), from the shortest
+    buffer it takes to past several of its steps, at two alignments."""
+    data = os.urandom(1400)
+    view = memoryview(data)
+    ran = set()
+    for length in range(0, 1300):
+        for start in (0, 3):
+            piece = view[start:start + length]
+            expected = package.crc32c(piece)
+            for way in WAYS:
+                got = speedups.crc32c_by(piece, way)
+                if got is not None:
+                    ran.add(way)
+                    assert got == expected, (way, start, length)
+    assert "bits" in ran
+    assert speedups.crc32c_by(b"x" * 1000, "sideways") is None
+
+
+def test_each_way_on_long_buffers() -> None:
+    rng = random.Random(9)
+    for length in (65536, (1 << 20) + 5):
         data = rng.randbytes(length)
-        assert speedups.crc32c(data) == package.crc32c(data), length
+        expected = package.crc32c(data)
+        for way in WAYS:
+            got = speedups.crc32c_by(data, way)
+            assert got is None or got == expected, (way, length)
 
 
 @settings(max_examples=300, deadline=None)
@@ -69,3 +94,25 @@ def test_the_broker_uses_it_where_the_cpu_folds() -> None:
         assert chosen is speedups.crc32c
     else:
         assert chosen is not speedups.crc32c
+
+
+def test_threads_summing_long_buffers_at_once_agree() -> None:
+    """Buffers of 64 KiB and more are summed without the GIL: four threads at once get what the package
+    gets."""
+    import threading
+
+    rng = random.Random(4)
+    buffers = [rng.randbytes(rng.randint(1 << 16, 1 << 20)) for _ in range(8)]
+    expected = [package.crc32c(b) for b in buffers]
+    wrong: list[int] = []
+
+    def sum_all() -> None:
+        for _ in range(5):
+            wrong.extend(i for i, b in enumerate(buffers) if speedups.crc32c(b) != expected[i])
+
+    threads = [threading.Thread(target=sum_all) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
