@@ -10,7 +10,9 @@ Once the process's first request has been answered, the event loop imports them 
 module per loop iteration (``call_soon`` between steps), so a request that arrives meanwhile waits
 for one step, not all of them. Nothing else changes: a step only imports what the first request of
 its kind would import, and a step that fails is logged and skipped. ``MOCKBROKER_WARM_UP=0`` turns
-it off (tests/broker/test_start_imports.py checks what the first answers alone load).
+it off (tests/broker/test_start_imports.py checks what the first answers alone load).  When the last
+step is done, a broker that owns its process freezes what the warm-up made for the cycle collector
+(mockbroker/server/collector.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable
 
 from mockbroker.handlers.registry import handler_for
 from mockbroker.protocol import api
+from mockbroker.server import collector
 
 log = logging.getLogger("mockbroker.server")
 
@@ -76,3 +79,5 @@ def _run(todo: list[Callable[[], object]]) -> None:
         log.debug("warm-up step failed", exc_info=True)
     if todo:
         asyncio.get_running_loop().call_soon(_run, todo)
+    else:  # what the warm-up made lives as long as the process: no young collection need walk it
+        collector.freeze_warmed_up()

@@ -35,3 +35,32 @@ def test_survivors_are_frozen_and_released_after_the_period() -> None:
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+WARM_UP = r"""
+import asyncio, gc, os, time
+os.environ["MOCKBROKER_WARM_UP"] = "1"
+from mockbroker.server import collector, warm_up
+assert not collector.freeze_warmed_up()                 # no policy in this process yet: the collector is left alone
+gc.disable()
+collector.install(full_every_s=3600)
+before = gc.get_freeze_count()
+
+async def warm() -> None:
+    warm_up.start()
+    deadline = time.monotonic() + 30
+    while gc.get_freeze_count() == before and time.monotonic() < deadline:
+        await asyncio.sleep(0.001)
+
+asyncio.run(warm())
+grown = gc.get_freeze_count() - before
+assert grown > 1000, grown                              # the warm-up's modules and classes were frozen ...
+assert gc.get_count()[0] < 200, gc.get_count()          # ... so no young collection will walk them
+print("ok")
+"""
+
+
+def test_what_the_warm_up_made_is_frozen_in_a_broker_that_owns_its_process() -> None:
+    out = subprocess.run([sys.executable, "-c", WARM_UP], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
