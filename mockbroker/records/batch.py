@@ -39,8 +39,8 @@ _crc32c: Callable[[Buffer], int] | None = None
 
 
 def crc32c_function() -> Callable[[Buffer], int]:
-    """The CRC-32C function (mockbroker's folding one or the crc32c package's, see records/crc.py), loaded on first
-    use (see records/crc.py)."""
+    """The CRC-32C function (mockbroker's folding one where the CPU has VPCLMULQDQ with AVX-512, else
+    the crc32c package's), loaded on first use (see records/crc.py)."""
     global _crc32c
     if _crc32c is None:
         from mockbroker.records.crc import load_crc32c
