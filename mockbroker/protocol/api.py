@@ -218,9 +218,9 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Struc
     if response_header_version(api_key, version) == 1:
         out.append(0)  # no tagged fields in the response header
     holes: list = []
-    if api_key == 0:  # None: not the usual answer, or not built
-        fast = (_fast_produce or _produce_codec()).encode_response
-        done = fast is not None and fast(body, version, out) is not None
+    if api_key == 0:
+        fast = (_fast_produce or _produce_codec()).encode_response  # None: not built
+        done = fast is not None and fast(body, version, out) is not None  # its None: not the usual answer
     else:
         encoder = _ENCODERS.get(api_key)
         done = encoder is not None and encoder(body, version, out, holes) is not None
