@@ -7,10 +7,11 @@
    the request body's bytes), holds (its API's answer count, broker config generation, the answer frame
    with a zero correlation id, the journal's ``about``, the answer's error codes).  An entry is used
    while the count (mockbroker.state.answer_epoch: EPOCH for Metadata, BROKERS for FindCoordinator) and
-   the config generation are what they were when it was made; otherwise, and for a body never seen, kept_answers.answer() (Python) decodes it, runs
-   the handler as dispatch would -- only for requests its API calls ordinary, answered without side
-   effects -- and gives the entry (kept or not), or None: the frame is left to dispatch, and so are
-   equal ones while the entry it kept without a frame is current.
+   the config generation are what they were when it was made; otherwise, and for a body never seen,
+   kept_answers.answer() (Python) decodes it, runs the handler as dispatch would -- only for requests
+   its API calls ordinary, answered without side effects -- and gives the entry (kept or not), or None:
+   the frame is left to dispatch, and so are equal ones while the entry it kept without a frame is
+   current.
 
    The header is checked as dispatch reads it: a client id of UTF-8 (else dispatch closes the
    connection), and for flexible versions no header tagged fields (else dispatch decodes them). */

@@ -34,9 +34,9 @@
        the journal's form of a request about nothing; the connection's client_software is set as the
        handler sets it (api_versions_staging.h).  api_versions_taken() counts them.
    setup_kept_answers(answer, apis)
-       Once: borrow() answers requests of the APIs in ``apis`` (Metadata) that repeat byte for byte from
-       the cluster's kept answers, and asks ``answer`` (kept_answers.answer) for those it has none of
-       (kept_answers.h); kept_taken() counts them.
+       Once: borrow() answers requests of the APIs in ``apis`` (Metadata, FindCoordinator) that repeat
+       byte for byte from the cluster's kept answers, and asks ``answer`` (kept_answers.answer) for those
+       it has none of (kept_answers.h); kept_taken() counts them.
    enable_staging(flag) / staging_taken() -> int
        Tests turn borrowing off (as they turn dispatch's lane off) and count the requests it answered.
 */

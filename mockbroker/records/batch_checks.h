@@ -241,10 +241,8 @@ static int envelope(const unsigned char *b, Py_ssize_t n, int version, Py_ssize_
     f->producer_epoch = be16(b + 51);
     if (crc_function == Py_None) return 1;
 #ifdef CRC32C_IN_HARDWARE
-#ifdef CRC32C_FOLD_BUILT
-    if (n - 21 >= CRC32C_FOLD_MIN && crc32c_fold_here()) return crc32c_fold(b + 21, (size_t)(n - 21)) == f->crc;
-#endif
-    if (n - 21 <= SMALL_CRC_BYTES && crc32c_hardware_here()) return crc32c_hardware(b + 21, (size_t)(n - 21)) == f->crc;
+    if ((n - 21 >= CRC32C_FOLD_MIN && crc32c_folds_here()) || (n - 21 <= SMALL_CRC_BYTES && crc32c_hardware_here()))
+        return crc32c_anywhere(b + 21, (size_t)(n - 21)) == f->crc; /* folding, else the crc32 instruction */
 #endif
     PyObject *tail = PyMemoryView_FromMemory((char *)b + 21, n - 21, PyBUF_READ);
     if (tail == NULL) return -1;
