@@ -75,8 +75,12 @@ CONSUME_BATCH = 5000
 def produce_consume(peer: Peer, topic: str, records: int, size: int, partitions: int,
                     compression: str = "none") -> tuple[float, float]:
     """Produce ``records`` x ``size`` B round-robin (acks=1, linger 5 ms); then read back with assign()
-    the same records written in CONSUME_BATCH-record batches."""
+    the same records written in CONSUME_BATCH-record batches.  Both topics are made first, before the
+    "setup" mark: the peers make topics in different ways (an admin request, a helper's call), which is
+    not the work the phases measure."""
     peer.create_topic(topic, partitions)
+    peer.create_topic(f"{topic}-read", partitions)
+    peer.phase_done("setup")
     produce_s = _produce(peer, topic, records, size, partitions,
                          {"acks": 1, "linger.ms": 5, "compression.type": compression})
     peer.phase_done("produce")
@@ -94,8 +98,10 @@ def consume_again(peer: Peer, topic: str, records: int, partitions: int) -> floa
 
 def fill_identical(peer: Peer, topic: str, records: int, size: int, partitions: int,
                    compression: str = "none") -> None:
-    """``records`` in batches of CONSUME_BATCH per partition (a long linger fills each batch), untimed."""
-    peer.create_topic(topic, partitions)
+    """``records`` in batches of CONSUME_BATCH per partition (a long linger fills each batch), untimed;
+    the topic is made here unless it was made before."""
+    if topic not in peer.created:
+        peer.create_topic(topic, partitions)
     _produce(peer, topic, records, size, partitions,
              {"acks": 1, "linger.ms": 10_000, "batch.num.messages": CONSUME_BATCH, "batch.size": 64 * MiB,
               "queue.buffering.max.messages": max(records, 100_000) * 2, "compression.type": compression})
@@ -148,6 +154,8 @@ def _drain(consumer: Consumer, records: int, timeout_s: float = 120) -> int:
 def aiokafka_produce_consume(peer: Peer, topic: str, records: int, size: int, partitions: int) -> tuple[float, float]:
     """As :func:`produce_consume`, with aiokafka (its consumer reads the same identical-layout topic)."""
     peer.create_topic(topic, partitions)
+    peer.create_topic(f"{topic}-read", partitions)
+    peer.phase_done("setup")
     fill_identical(peer, f"{topic}-read", records, size, partitions)
     peer.phase_done("fill")
     return asyncio.run(_aiokafka(peer, topic, records, size, partitions))
@@ -196,6 +204,7 @@ def large_messages(peer: Peer, topic: str, count: int = 256, partitions: int = 6
     """MB/s producing and consuming ``count`` 1 MiB messages (4 per partition: the mock keeps 5 MiB), and
     GB/s of raw Fetch answers for all partitions from offset 0 (the broker's serving speed alone)."""
     peer.create_topic(topic, partitions)
+    peer.phase_done("setup")
     value = bytes(range(256)) * (MiB // 256)
     producer = Producer({"bootstrap.servers": peer.bootstrap, "acks": 1, "linger.ms": 5,
                          "message.max.bytes": 4 * MiB, "queue.buffering.max.kbytes": 1024 * 1024})
@@ -245,6 +254,7 @@ def raw_fetch_gbs(peer: Peer, topic: str, partitions: int, rounds: int = 8) -> f
 def produce_latency(peer: Peer, topic: str, rate: int = 1000, seconds: float = 2.0) -> tuple[float, float]:
     """p50 and p99 ms from produce() to delivery report, acks=all, one record per 1/rate s."""
     peer.create_topic(topic, 4)
+    peer.phase_done("setup")
     latencies: list[float] = []
 
     def delivered(err: Any, msg: Any) -> None:
@@ -274,6 +284,7 @@ def follow_latency(peer: Peer, topic: str, rate: int = 1000, seconds: float = 2.
     500 ms) while a producer sends one record per 1/rate s (acks=1, linger 0), as in a test that
     produces and waits for its consumer.  The record carries its send time."""
     peer.create_topic(topic, 4)
+    peer.phase_done("setup")
     consumer = Consumer({"bootstrap.servers": peer.bootstrap, "group.id": "follow", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(4)])
     latencies: list[float] = []

@@ -91,7 +91,7 @@ class Peer:
     on_phase: Callable[[str], None] | None = None
 
     def phase_done(self, phase: str) -> None:
-        """A load's ``phase`` ("produce", "fill", "consume") has ended."""
+        """A load's ``phase`` ("setup": its topics made; "produce", "fill", "consume") has ended."""
         if self.on_phase is not None:
             self.on_phase(phase)
 

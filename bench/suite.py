@@ -241,7 +241,9 @@ CPU_KEYS = frozenset(row.key for row in CPU_ROWS)
 def _with_cpu(rec: Recorder, broker: str, cpu_key: str | None, load: Callable[[Peer], Any]) -> Callable[[Peer], Any]:
     """``load``, also recording the broker process's CPU milliseconds: under ``cpu_key`` for the whole
     load, and under ``<cpu_key>_<phase>`` for each phase the load marks (Peer.phase_done), where such a
-    row is shown.  Nothing is recorded for a load that fails."""
+    row is shown.  A "setup" phase (making the load's topics: the peers do it in different ways, an admin
+    request or a helper's call) counts in no row, the whole load's included.  Nothing is recorded for a
+    load that fails."""
     if cpu_key is None:
         return load
 
@@ -250,10 +252,12 @@ def _with_cpu(rec: Recorder, broker: str, cpu_key: str | None, load: Callable[[P
         phases: dict[str, float] = {}
 
         def phase_done(phase: str) -> None:
-            nonlocal last
+            nonlocal before, last
             now = peer.cpu_reading()
             phases[phase] = cpu_ms_between(last, now)
             last = now
+            if phase == "setup":  # making the load's topics: no part of any row
+                before = now
 
         peer.on_phase = phase_done
         try:

@@ -56,6 +56,28 @@ def test_cpu_rows_follow_the_phases_a_load_marks() -> None:
     assert peer.on_phase is None
 
 
+def test_the_setup_phase_counts_in_no_cpu_row() -> None:
+    from bench.peers import Peer
+    from bench.suite import CPU_KEYS, Recorder, _with_cpu
+
+    class Clock(Peer):
+        readings = iter([(0.0, 0.0), (0.004, 0.0), (0.010, 0.01), (0.011, 0.01)])
+
+        def cpu_reading(self) -> tuple[float, float]:
+            return next(self.readings)
+
+    def load(peer: Peer) -> None:
+        for phase in ("setup", "produce"):
+            peer.phase_done(phase)
+
+    rec = Recorder()
+    peer = Clock("mockbroker", "127.0.0.1:1", None, lambda topic, partitions: None)  # type: ignore[arg-type]
+    _with_cpu(rec, "mockbroker", "cpu_lat", load)(peer)
+    assert "cpu_lat" in CPU_KEYS
+    # the topics took 4 ms: the produce phase is the 6 after them, the whole load the 7 after them
+    assert rec.samples == {"cpu_lat": {"mockbroker": [pytest.approx(7.0)]}}
+
+
 def test_report_rewrites_only_the_marked_readme_section(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{report.START}\nold table\n{report.END}\noutro\n")
