@@ -41,6 +41,9 @@ from mockbroker.state.log import PartitionLog
 RESP = api.response_module(1)
 logger = logging.getLogger("mockbroker.fetch")
 MAX_WAIT_CAP_MS = 30_000
+# the parts of a partition's answer a fetch never fills, made once and shared by every answer (nothing
+# changes them; PartitionData would make three new ones for each)
+_UNSET = RESP.EpochEndOffset(), RESP.LeaderIdAndEpoch(), RESP.SnapshotId()
 
 
 @dataclass(slots=True)
@@ -134,9 +137,11 @@ def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, boo
 def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tuple[Any, int]:
     version = ctx.api_version
     log = w.log
+    diverging, leader, snapshot = _UNSET
     if log is None:
         return RESP.PartitionData(partition_index=w.partition, error_code=w.error, high_watermark=-1,
-                                  last_stable_offset=-1, log_start_offset=-1,
+                                  last_stable_offset=-1, log_start_offset=-1, diverging_epoch=diverging,
+                                  current_leader=leader, snapshot_id=snapshot,
                                   aborted_transactions=[] if isolation else None), 0
     error = log.epoch_error(w.leader_epoch if version >= 9 else -1)
     if not error and log.leader != ctx.broker_id:  # the leader moved while the fetch waited
@@ -146,6 +151,7 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
         return _at_the_end(log, stable, isolation), 0
     part = RESP.PartitionData(partition_index=w.partition, error_code=error, high_watermark=log.next_offset,
                               last_stable_offset=stable, log_start_offset=log.log_start_offset,
+                              diverging_epoch=diverging, current_leader=leader, snapshot_id=snapshot,
                               aborted_transactions=[] if isolation else None)
     if error:
         return part, 0
@@ -183,8 +189,10 @@ def _at_the_end(log: PartitionLog, stable: int, isolation: int) -> Any:
     kept = log.answer_at_end
     if kept is not None and kept[0] == key:
         return kept[1]
+    diverging, leader, snapshot = _UNSET
     part = RESP.PartitionData(partition_index=log.index, error_code=0, high_watermark=log.next_offset,
                               last_stable_offset=stable, log_start_offset=log.log_start_offset,
+                              diverging_epoch=diverging, current_leader=leader, snapshot_id=snapshot,
                               aborted_transactions=[] if isolation else None, records=b"")
     log.answer_at_end = (key, part)
     return part
@@ -269,7 +277,7 @@ class _LongPoll:
 
     def __init__(self, ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None, incremental: bool,
                  logs: list[PartitionLog]) -> None:
-        self.loop = loop = asyncio.get_running_loop()
+        self.loop = loop = ctx.broker.loop or asyncio.get_running_loop()
         self.ctx, self.req, self.wanted, self.session, self.incremental, self.logs = (
             ctx, req, wanted, session, incremental, logs)
         self.scheduled = False

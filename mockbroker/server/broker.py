@@ -49,6 +49,8 @@ class BrokerServer:
         self.tasks: set[asyncio.Future[Any] | Pending] = set()  # requests still being answered (long polls)
         self.partitioned = False  # a network partition: connections hang, nothing is answered
         self.idle_sweep: asyncio.Task[None] | None = None  # closes idle connections (mockbroker.server.idle)
+        # the event loop serving it, from start() on (asyncio.get_running_loop() asks the OS for the pid)
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     def use_state(self, cluster: ClusterState) -> None:
         """Serve a fresh cluster state (MockCluster.reset): sessions of the old one are forgotten."""
@@ -63,7 +65,7 @@ class BrokerServer:
         return FetchSessionCache(self.cluster.config["max.incremental.fetch.session.cache.slots"])
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
+        self.loop = loop = asyncio.get_running_loop()
         max_bytes = self.cluster.config["socket.request.max.bytes"]
         # Kafka's socket.listen.backlog.size (mock default 1024: 1,000 clients connecting at once are
         # all queued; the kernel caps it at net.core.somaxconn)
