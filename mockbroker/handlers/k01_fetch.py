@@ -77,7 +77,8 @@ def _topic(ctx: Any, name: str, topic_id: bytes, use_ids: bool) -> tuple[str, by
 
 
 def _partition(ctx: Any, found: tuple[str, bytes, Any, int], index: int) -> tuple[PartitionLog | None, int]:
-    """The log of partition ``index`` of a topic :func:`_topic` found, led here: (log, 0) or (None, error)."""
+    """The log of partition ``index`` of a topic :func:`_topic` found, led here: (log, 0) or (None, error).
+    (:func:`_resolve` finds the usual partition, led here, without it.)"""
     name, _topic_id, topic, error = found
     if topic is None:
         return None, error
@@ -91,12 +92,18 @@ def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, boo
     """The partitions this fetch covers, the session (if any) and whether it is incremental."""
     use_ids = ctx.api_version >= 13
     requested = []
+    broker_id = ctx.broker_id
     for t in req.topics:
         found = _topic(ctx, t.topic, t.topic_id, use_ids)
-        name, tid = found[0], found[1]
+        name, tid, topic = found[0], found[1], found[2]
+        logs = topic.partitions if topic is not None else ()
         for p in t.partitions:
-            log, err = _partition(ctx, found, p.partition)
-            requested.append(Wanted(name, tid, p.partition, p.fetch_offset, p.partition_max_bytes,
+            index = p.partition
+            if 0 <= index < len(logs) and logs[index].leader == broker_id:  # the usual partition: led here
+                log, err = logs[index], 0
+            else:
+                log, err = _partition(ctx, found, index)
+            requested.append(Wanted(name, tid, index, p.fetch_offset, p.partition_max_bytes,
                                     p.current_leader_epoch, log, err))
     if ctx.api_version < 7 or (req.session_id == 0 and req.session_epoch == FINAL_EPOCH):
         return requested, None, False
@@ -143,12 +150,16 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
                                   last_stable_offset=-1, log_start_offset=-1, diverging_epoch=diverging,
                                   current_leader=leader, snapshot_id=snapshot,
                                   aborted_transactions=[] if isolation else None), 0
-    error = log.epoch_error(w.leader_epoch if version >= 9 else -1)
+    epoch = w.leader_epoch if version >= 9 else -1
+    error = log.epoch_error(epoch) if epoch >= 0 and epoch != log.leader_epoch else 0
     if not error and log.leader != ctx.broker_id:  # the leader moved while the fetch waited
         error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    stable = log.last_stable_offset
-    if w.fetch_offset == log.next_offset and not error:  # at the end (most partitions of a long poll's answer)
-        return _at_the_end(log, stable, isolation), 0
+    end = log.next_offset
+    stable = log.last_stable_offset if log.producers.open_txns else end  # (no open transaction: the end)
+    if w.fetch_offset == end and not error:  # at the end (most partitions of a long poll's answer)
+        key = (end, stable, log.log_start_offset, isolation)
+        kept = log.answer_at_end
+        return (kept[1] if kept is not None and kept[0] == key else _at_the_end(log, key, isolation)), 0
     part = RESP.PartitionData(partition_index=w.partition, error_code=error, high_watermark=log.next_offset,
                               last_stable_offset=stable, log_start_offset=log.log_start_offset,
                               diverging_epoch=diverging, current_leader=leader, snapshot_id=snapshot,
@@ -181,17 +192,16 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
     return part, result.size
 
 
-def _at_the_end(log: PartitionLog, stable: int, isolation: int) -> Any:
+def _at_the_end(log: PartitionLog, key: tuple[int, int, int, int], isolation: int) -> Any:
     """The answer of a partition read at its log's end: nothing to read, and the same answer until the
-    log moves, so it is kept on the log and shared (answers never change a partition's answer once
-    made; a fault rule corrupting a batch skips empty ones)."""
-    key = (log.next_offset, stable, log.log_start_offset, isolation)
-    kept = log.answer_at_end
-    if kept is not None and kept[0] == key:
-        return kept[1]
+    log moves, so it is kept on the log (with ``key``: its end, last stable offset, start, isolation
+    level) and shared (answers never change a partition's answer once made; a fault rule corrupting a
+    batch skips empty ones).  :func:`_read` and :func:`_collect` return the kept one while its key
+    holds; this makes it."""
+    end, stable, start, _isolation = key
     diverging, leader, snapshot = _UNSET
-    part = RESP.PartitionData(partition_index=log.index, error_code=0, high_watermark=log.next_offset,
-                              last_stable_offset=stable, log_start_offset=log.log_start_offset,
+    part = RESP.PartitionData(partition_index=log.index, error_code=0, high_watermark=end,
+                              last_stable_offset=stable, log_start_offset=start,
                               diverging_epoch=diverging, current_leader=leader, snapshot_id=snapshot,
                               aborted_transactions=[] if isolation else None, records=b"")
     log.answer_at_end = (key, part)
@@ -205,7 +215,17 @@ def _collect(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[tuple[Wante
     out = []
     total = 0
     errors = False
+    broker_id, epochs = ctx.broker_id, ctx.api_version >= 9
     for w in wanted:
+        log, offset = w.log, w.fetch_offset
+        if (log is not None and offset == log.next_offset and log.leader == broker_id and not log.producers.open_txns
+                and (not epochs or w.leader_epoch < 0 or w.leader_epoch == log.leader_epoch)):
+            # still at its end, led here, its epoch current, no open transaction: what _read would
+            # answer, without its way there (most partitions of a long poll's answer)
+            key = (offset, offset, log.log_start_offset, isolation)
+            kept = log.answer_at_end
+            out.append((w, kept[1] if kept is not None and kept[0] == key else _at_the_end(log, key, isolation)))
+            continue
         part, size = _read(ctx, w, max(budget - total, 0), total == 0, isolation)
         total += size
         errors = errors or part.error_code != 0
@@ -256,8 +276,10 @@ def _all_at_the_end(wanted: list[Wanted], version: int) -> bool:
         return False
     for w in wanted:
         log = w.log
-        if log is None or w.error or w.fetch_offset != log.next_offset or log.epoch_error(
-                w.leader_epoch if version >= 9 else -1):
+        if log is None or w.error or w.fetch_offset != log.next_offset:
+            return False
+        epoch = w.leader_epoch if version >= 9 else -1
+        if epoch >= 0 and epoch != log.leader_epoch and log.epoch_error(epoch):
             return False
     return True
 

@@ -21,6 +21,7 @@ import logging
 import struct
 import time
 from collections.abc import Awaitable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.codec_errors import CodecError
@@ -234,7 +235,7 @@ def _journaled(ctx: RequestContext, fn: Any, request: Any, name: str) -> list[An
         journal.finish(entry, (time.perf_counter() - started) * 1000, "closed")
         raise
     if type(body) is Pending:  # a long poll: journaled and encoded in the call that settles it
-        return body.then(lambda answer: _journal_answer(ctx, entry, started, answer))
+        return body.then(partial(_journal_answer, ctx, entry, started))
     if _pending(body):
         def finish(answer: Any) -> list[Any] | None:
             return _journal_answer(ctx, entry, started, answer)
@@ -268,7 +269,7 @@ def _pending(body: Any) -> bool:
 
 def _answer(ctx: RequestContext, body: Any, finish: Any) -> list[Any] | Awaitable[Any] | None:
     if finish is None and type(body) is Pending:  # a long poll: encoded in the call that settles it
-        return body.then(lambda answer: _encoded(ctx, answer))
+        return body.then(partial(_encoded, ctx))
     if _pending(body):  # (a Pending under client quotas or fault rules too: their finish may take time)
         return _finish(ctx, body, finish)
     if finish is not None:

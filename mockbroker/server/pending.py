@@ -89,8 +89,11 @@ class Pending:
 
     def _run_callbacks(self) -> None:
         callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            self._call(callback)
+        for callback in callbacks:  # as _call does each (here without a call apiece: a long poll has three)
+            try:
+                callback(self)
+            except Exception:
+                log.exception("a callback of a pending answer failed")
 
     def _call(self, callback: Callable[[Pending], None]) -> None:
         try:
