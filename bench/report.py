@@ -74,8 +74,9 @@ def markdown(doc: dict[str, Any]) -> str:
             "",
             "The broker's own CPU time (user + system, each thread's /proc schedstat, to the nanosecond) "
             "while it serves each phase of a load, median per repetition: steadier than wall time on a "
-            "2-core VM where clients and broker share the cores.  A consume row includes starting and "
-            "closing the consumer; the 1M lz4 load's untimed fill of its consume topic (5,000-record "
+            "2-core VM where clients and broker share the cores.  A produce or consume row includes "
+            "starting and closing the client; making the load's topics is in no row (the peers make "
+            "them in different ways); the 1M lz4 load's untimed fill of its consume topic (5,000-record "
             "batches: checking their records is most of the broker's work) has a row of its own.",
             "",
             "| load | unit | " + " | ".join(brokers) + " | " + " | ".join(f"vs {p}" for p in peers) + " |",
