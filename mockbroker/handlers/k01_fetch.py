@@ -156,10 +156,8 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
         error = ErrorCode.NOT_LEADER_OR_FOLLOWER
     end = log.next_offset
     stable = log.last_stable_offset if log.producers.open_txns else end  # (no open transaction: the end)
-    if w.fetch_offset == end and not error:  # at the end (most partitions of a long poll's answer)
-        key = (end, stable, log.log_start_offset, isolation)
-        kept = log.answer_at_end
-        return (kept[1] if kept is not None and kept[0] == key else _at_the_end(log, key, isolation)), 0
+    if w.fetch_offset == end and not error:  # at the end (the usual ones take _collect's shorter way)
+        return _at_the_end(log, (end, stable, log.log_start_offset, isolation)), 0
     part = RESP.PartitionData(partition_index=w.partition, error_code=error, high_watermark=log.next_offset,
                               last_stable_offset=stable, log_start_offset=log.log_start_offset,
                               diverging_epoch=diverging, current_leader=leader, snapshot_id=snapshot,
@@ -192,13 +190,15 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
     return part, result.size
 
 
-def _at_the_end(log: PartitionLog, key: tuple[int, int, int, int], isolation: int) -> Any:
+def _at_the_end(log: PartitionLog, key: tuple[int, int, int, int]) -> Any:
     """The answer of a partition read at its log's end: nothing to read, and the same answer until the
     log moves, so it is kept on the log (with ``key``: its end, last stable offset, start, isolation
     level) and shared (answers never change a partition's answer once made; a fault rule corrupting a
-    batch skips empty ones).  :func:`_read` and :func:`_collect` return the kept one while its key
-    holds; this makes it."""
-    end, stable, start, _isolation = key
+    batch skips empty ones).  :func:`_collect` looks for the kept one itself before calling this."""
+    kept = log.answer_at_end
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    end, stable, start, isolation = key
     diverging, leader, snapshot = _UNSET
     part = RESP.PartitionData(partition_index=log.index, error_code=0, high_watermark=end,
                               last_stable_offset=stable, log_start_offset=start,
@@ -221,10 +221,11 @@ def _collect(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[tuple[Wante
         if (log is not None and offset == log.next_offset and log.leader == broker_id and not log.producers.open_txns
                 and (not epochs or w.leader_epoch < 0 or w.leader_epoch == log.leader_epoch)):
             # still at its end, led here, its epoch current, no open transaction: what _read would
-            # answer, without its way there (most partitions of a long poll's answer)
+            # answer, without its way there (most partitions of a long poll's answer), the kept
+            # answer looked up in place (_at_the_end's first step) where it holds
             key = (offset, offset, log.log_start_offset, isolation)
             kept = log.answer_at_end
-            out.append((w, kept[1] if kept is not None and kept[0] == key else _at_the_end(log, key, isolation)))
+            out.append((w, kept[1] if kept is not None and kept[0] == key else _at_the_end(log, key)))
             continue
         part, size = _read(ctx, w, max(budget - total, 0), total == 0, isolation)
         total += size
