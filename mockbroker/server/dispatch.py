@@ -237,10 +237,7 @@ def _journaled(ctx: RequestContext, fn: Any, request: Any, name: str) -> list[An
     if type(body) is Pending:  # a long poll: journaled and encoded in the call that settles it
         return body.then(partial(_journal_answer, ctx, entry, started))
     if _pending(body):
-        def finish(answer: Any) -> list[Any] | None:
-            return _journal_answer(ctx, entry, started, answer)
-
-        return _finish(ctx, body, finish)
+        return _finish(ctx, body, partial(_journal_answer, ctx, entry, started))
     return _journal_answer(ctx, entry, started, body)
 
 

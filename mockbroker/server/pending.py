@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 log = logging.getLogger("mockbroker.server")
@@ -57,7 +57,7 @@ class Pending:
         if self.state == WAITING:
             self._callbacks.append(callback)
         else:
-            self._call(callback)
+            self._run_callbacks((callback,))
 
     # -- its maker's and dispatch's side -------------------------------------------------------
     def then(self, step: Callable[[Any], Any]) -> Pending:
@@ -87,19 +87,16 @@ class Pending:
         self._run_callbacks()
         return True
 
-    def _run_callbacks(self) -> None:
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:  # as _call does each (here without a call apiece: a long poll has three)
+    def _run_callbacks(self, callbacks: Sequence[Callable[[Pending], None]] | None = None) -> None:
+        """Call each of ``callbacks`` (by default the waiting ones, taken off), as the event loop treats
+        a failing callback: said, and the others still run."""
+        if callbacks is None:
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
             try:
                 callback(self)
             except Exception:
                 log.exception("a callback of a pending answer failed")
-
-    def _call(self, callback: Callable[[Pending], None]) -> None:
-        try:
-            callback(self)
-        except Exception:  # as the event loop treats a failing callback: said, and the others still run
-            log.exception("a callback of a pending answer failed")
 
     # -- for code that awaits it -----------------------------------------------------------------
     def future(self) -> asyncio.Future[Any]:
