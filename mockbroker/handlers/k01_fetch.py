@@ -32,8 +32,8 @@ from typing import Any
 from mockbroker.batches import down_convert
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
-from mockbroker.handlers.registry import register
-from mockbroker.protocol import api, fast_fetch  # noqa: F401  (fast_fetch: the C answer encoder)
+from mockbroker.handlers.registry import Encoded, register
+from mockbroker.protocol import api, fast_fetch
 from mockbroker.server.pending import Pending
 from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from mockbroker.state.log import PartitionLog
@@ -44,6 +44,8 @@ MAX_WAIT_CAP_MS = 30_000
 # the parts of a partition's answer a fetch never fills, made once and shared by every answer (nothing
 # changes them; PartitionData would make three new ones for each)
 _UNSET = RESP.EpochEndOffset(), RESP.LeaderIdAndEpoch(), RESP.SnapshotId()
+# the usual fetch answered from the logs in C, frame and all (None: not built, or pure Python)
+_FROM_LOGS = fast_fetch.answer_from_logs
 
 
 @dataclass(slots=True)
@@ -56,6 +58,10 @@ class Wanted:
     leader_epoch: int
     log: PartitionLog | None = None
     error: int = 0
+
+
+# a request's partitions made into Wanted in C when every one is known and led here (None: not built)
+_WANTED = fast_fetch.wanted_reader(Wanted)
 
 
 def _sessions(ctx: Any) -> Any:
@@ -91,20 +97,12 @@ def _partition(ctx: Any, found: tuple[str, bytes, Any, int], index: int) -> tupl
 def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, bool]:
     """The partitions this fetch covers, the session (if any) and whether it is incremental."""
     use_ids = ctx.api_version >= 13
-    requested = []
-    broker_id = ctx.broker_id
-    for t in req.topics:
-        found = _topic(ctx, t.topic, t.topic_id, use_ids)
-        name, tid, topic = found[0], found[1], found[2]
-        logs = topic.partitions if topic is not None else ()
-        for p in t.partitions:
-            index = p.partition
-            if 0 <= index < len(logs) and logs[index].leader == broker_id:  # the usual partition: led here
-                log, err = logs[index], 0
-            else:
-                log, err = _partition(ctx, found, index)
-            requested.append(Wanted(name, tid, index, p.fetch_offset, p.partition_max_bytes,
-                                    p.current_leader_epoch, log, err))
+    cluster = ctx.cluster
+    requested = None
+    if _WANTED is not None and not cluster.acls.enabled:  # every partition known and led here: made in C
+        requested = _WANTED(req.topics, cluster.topics_by_id if use_ids else cluster.topics, ctx.broker_id, use_ids)
+    if requested is None:
+        requested = _requested(ctx, req, use_ids)
     if ctx.api_version < 7 or (req.session_id == 0 and req.session_epoch == FINAL_EPOCH):
         return requested, None, False
     cache = _sessions(ctx)
@@ -139,6 +137,25 @@ def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, boo
         wanted.append(Wanted(found[0], found[1] or sp.topic_id, index, sp.fetch_offset, sp.max_bytes,
                              sp.current_leader_epoch, log, err))
     return wanted, session, True
+
+
+def _requested(ctx: Any, req: Any, use_ids: bool) -> list[Wanted]:
+    """The partitions a fetch names, each found (its log) or with its error."""
+    requested = []
+    broker_id = ctx.broker_id
+    for t in req.topics:
+        found = _topic(ctx, t.topic, t.topic_id, use_ids)
+        name, tid, topic = found[0], found[1], found[2]
+        logs = topic.partitions if topic is not None else ()
+        for p in t.partitions:
+            index = p.partition
+            if 0 <= index < len(logs) and logs[index].leader == broker_id:  # the usual partition: led here
+                log, err = logs[index], 0
+            else:
+                log, err = _partition(ctx, found, index)
+            requested.append(Wanted(name, tid, index, p.fetch_offset, p.partition_max_bytes,
+                                    p.current_leader_epoch, log, err))
+    return requested
 
 
 def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tuple[Any, int]:
@@ -259,14 +276,38 @@ def handle(ctx: Any, req: Any) -> Any:
         wanted, session, incremental = _resolve(ctx, req)
     except KafkaError as exc:
         return RESP.FetchResponse(error_code=exc.code, session_id=0, responses=[])
+    fast = session is None and _FROM_LOGS is not None and _unwatched(ctx)
+    if fast:
+        got = _from_logs(ctx, req, wanted)
+        if got is not None:  # every partition the usual one
+            frame, total = got
+            if total >= req.min_bytes or req.max_wait_ms <= 0 or ctx.connection.closed:
+                return Encoded(frame)
+            return _LongPoll(ctx, req, wanted, None, False, [w.log for w in wanted], fast).answer  # type: ignore[misc]
     if req.min_bytes > 0 and req.max_wait_ms > 0 and _all_at_the_end(wanted, ctx.api_version) \
             and not ctx.connection.closed:  # the usual long poll: no partition has anything to answer
-        return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted]).answer  # type: ignore[arg-type]
+        return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[arg-type]
     parts, total, errors = _collect(ctx, req, wanted)
     logs = [w.log for w in wanted if w.log is not None]
     if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not logs or ctx.connection.closed:
         return _build(ctx, parts, session, incremental)
-    return _LongPoll(ctx, req, wanted, session, incremental, logs).answer
+    return _LongPoll(ctx, req, wanted, session, incremental, logs, fast).answer
+
+
+def _unwatched(ctx: Any) -> bool:
+    """Whether nothing but dispatch will see this fetch's answer (no fault rule, which may change it,
+    and no client quota, which measures it): then it may be an :class:`Encoded` frame.  Decided when
+    the request comes, as dispatch decides how to answer it."""
+    cluster = ctx.cluster
+    return ctx.api_version >= 4 and not cluster.faults.rules and not cluster.quotas.enabled
+
+
+def _from_logs(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[Any], int] | None:
+    """The answer's frame and record bytes when every partition is the usual one, read and encoded in C
+    (fast_fetch.answer_from_logs); None, and the Python path answers."""
+    budget = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"])  # (as _collect)
+    return _FROM_LOGS(wanted, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget,  # type: ignore[misc]
+                      req.isolation_level)
 
 
 def _all_at_the_end(wanted: list[Wanted], version: int) -> bool:
@@ -296,13 +337,15 @@ class _LongPoll:
     Event with ``wait_for`` took two Tasks, and Futures a loop pass per callback (bench/NOTES.md "Long
     polls")."""
 
-    __slots__ = ("answer", "ctx", "incremental", "logs", "loop", "req", "scheduled", "session", "timer", "wanted")
+    __slots__ = ("answer", "ctx", "fast", "incremental", "logs", "loop", "req", "scheduled", "session", "timer",
+                 "wanted")
 
     def __init__(self, ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None, incremental: bool,
-                 logs: list[PartitionLog]) -> None:
+                 logs: list[PartitionLog], fast: bool) -> None:
         self.loop = loop = ctx.broker.loop or asyncio.get_running_loop()
         self.ctx, self.req, self.wanted, self.session, self.incremental, self.logs = (
             ctx, req, wanted, session, incremental, logs)
+        self.fast = fast  # may be answered from the logs in C (_from_logs)
         self.scheduled = False
         self.answer = Pending()
         for log in logs:
@@ -319,12 +362,22 @@ class _LongPoll:
         self.scheduled = False
         if self.answer.state:  # answered or cancelled meanwhile
             return
+        if self.fast:
+            got = _from_logs(self.ctx, self.req, self.wanted)
+            if got is not None:
+                if got[1] >= self.req.min_bytes or self.ctx.connection.closed:
+                    self.answer.settle(Encoded(got[0]))
+                return
         parts, total, errors = _collect(self.ctx, self.req, self.wanted)
         if total >= self.req.min_bytes or errors or self.ctx.connection.closed:
             self.answer.settle(_build(self.ctx, parts, self.session, self.incremental))
 
     def _expire(self) -> None:
         if not self.answer.state:
+            got = _from_logs(self.ctx, self.req, self.wanted) if self.fast else None
+            if got is not None:
+                self.answer.settle(Encoded(got[0]))
+                return
             parts, _total, _errors = _collect(self.ctx, self.req, self.wanted)
             self.answer.settle(_build(self.ctx, parts, self.session, self.incremental))
 

@@ -44,13 +44,13 @@ static PyObject *site_get(MemberSite *site, PyObject *obj, PyObject *name) {
 }
 
 /* obj.name = value (0, or -1 with an exception set). */
-static int site_set(MemberSite *site, PyObject *obj, PyObject *name, PyObject *value) {
+static inline int site_set(MemberSite *site, PyObject *obj, PyObject *name, PyObject *value) {
     PyMemberDef *member = site_member(site, obj, name);
     return member != NULL ? PyMember_SetOne((char *)obj, member, value) : PyObject_SetAttr(obj, name, value);
 }
 
 /* 1 when obj.name is truthy, 0 when not, -1 on error. */
-static int site_true(MemberSite *site, PyObject *obj, PyObject *name) {
+static inline int site_true(MemberSite *site, PyObject *obj, PyObject *name) {
     PyObject *value = site_get(site, obj, name);
     if (value == NULL) return -1;
     int truth = PyObject_IsTrue(value);

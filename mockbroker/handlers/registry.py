@@ -19,6 +19,18 @@ from mockbroker.protocol.runtime import EncodedList
 NO_RESPONSE = object()  # a handler's answer when Kafka sends nothing back (Produce with acks=0)
 
 
+class Encoded:
+    """A handler's answer already encoded: the whole response frame as the buffers to write (a Fetch
+    answered from the logs in C, mockbroker.handlers.k01_fetch).  Its error codes are all 0, and a
+    handler gives one only when no fault rule or client quota could see the answer (dispatch then
+    journals and sends it as it is)."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: list[Any]) -> None:
+        self.frame = frame
+
+
 class Handler(FrozenSlotted):
     __slots__ = ("api_key", "fn", "max_version", "min_version")
 

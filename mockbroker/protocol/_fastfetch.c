@@ -224,6 +224,8 @@ done:
     return result;
 }
 
+#include "fetch_from_logs.h"
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(*generated classes, hole_threshold): learn where their slots live."},
     {"encode_response", encode_response, METH_VARARGS,
@@ -232,6 +234,12 @@ static PyMethodDef methods[] = {
      "setup_request(*generated request classes, zero_uuid): learn where their slots live."},
     {"decode_request", decode_request, METH_VARARGS,
      "decode_request(frame, pos, version) -> (FetchRequest, end), or None when the generated reader must run."},
+    {"answer_from_logs", answer_from_logs, METH_VARARGS,
+     "answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation) -> (frame, record bytes), or "
+     "None when the Python path must answer (fetch_from_logs.h)."},
+    {"setup_wanted", setup_wanted, METH_O, "setup_wanted(Wanted): learn where the handler's Wanted keeps its fields."},
+    {"wanted_from_request", wanted_from_request, METH_VARARGS,
+     "wanted_from_request(topics, known, broker_id, use_ids) -> [Wanted], or None (fetch_from_logs.h)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,6 +10,10 @@ small batch is framed and encoded (``api.encode_response``) in ~1.0 us instead o
 ``decode(frame, pos, version)`` (``api.set_request_decoder``) reads a FetchRequest body (v4-18) into the
 generated classes as their reader would, or gives None (tagged fields, anything malformed) and the
 generated reader runs.
+``wanted_reader(Wanted)`` gives the C reader of a request's partitions into the handler's ``Wanted``, and
+``answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation)`` answers a usual Fetch
+without a session straight from the partition logs, frame and all (fetch_from_logs.h; None: the handler's
+Python path answers).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from mockbroker.protocol.runtime import HOLE_THRESHOLD, ZERO_UUID
 
 encode: Callable[[Any, int, bytearray, list[Any]], bool | None] | None = None
 decode: Callable[[memoryview, int, int], tuple[Any, int] | None] | None = None
+answer_from_logs: Callable[[list[Any], int, int, int, int, int], tuple[list[Any], int] | None] | None = None
+_setup_wanted: Callable[[type], None] | None = None
 
 if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
@@ -41,3 +47,15 @@ if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
                                  _req.ForgottenTopic, ZERO_UUID)
         decode = _fastfetch.decode_request
         api.set_request_decoder(1, decode)
+        answer_from_logs = _fastfetch.answer_from_logs
+        _setup_wanted = _fastfetch.setup_wanted
+
+
+def wanted_reader(wanted: type) -> Callable[[list[Any], dict[Any, Any], int, bool], list[Any] | None] | None:
+    """``wanted_from_request(topics, known, broker_id, use_ids)``, which makes the Fetch handler's
+    ``wanted`` (instances of the slotted class given) from a request's topics in C, or gives None when
+    a topic or partition is not the usual one (fetch_from_logs.h); None when the extension is off."""
+    if _setup_wanted is None:
+        return None
+    _setup_wanted(wanted)
+    return _fastfetch.wanted_from_request  # type: ignore[no-any-return]

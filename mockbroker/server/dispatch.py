@@ -29,7 +29,7 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults import inject
 from mockbroker.faults.facts import journal_about, request_facts, response_error_codes
 from mockbroker.handlers import produce_lane
-from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, api_version_keys, handler_for
+from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, Encoded, api_version_keys, handler_for
 from mockbroker.plain import Slotted
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import Struct
@@ -201,9 +201,7 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
     def finish(body: Any) -> list[Any] | None:
         if entry is not None:
             return _journal_answer(ctx, entry, started, body)
-        if body is NO_RESPONSE:
-            return None
-        return api.encode_response(api_key, version, correlation_id, body)
+        return _encoded(ctx, body)
 
     try:
         if quotas_on:  # client quotas: measure the request and throttle it (mockbroker.server.throttle)
@@ -244,6 +242,9 @@ def _journaled(ctx: RequestContext, fn: Any, request: Any, name: str) -> list[An
 def _journal_answer(ctx: RequestContext, entry: Any, started: float, body: Any) -> list[Any] | None:
     """Finish a request's journal entry; its encoded answer (None: no response)."""
     latency_ms = (time.perf_counter() - started) * 1000
+    if type(body) is Encoded:  # (no error codes)
+        ctx.cluster.journal.finish(entry, latency_ms, "answered", (), ctx.throttle_ms)
+        return body.frame
     if body is NO_RESPONSE:
         ctx.cluster.journal.finish(entry, latency_ms, "no response", (), ctx.throttle_ms)
         return None
@@ -276,6 +277,8 @@ def _answer(ctx: RequestContext, body: Any, finish: Any) -> list[Any] | Awaitabl
 
 def _encoded(ctx: RequestContext, body: Any) -> list[Any] | None:
     """A handler's answer body as the frame's buffers (None: the request gets no response)."""
+    if type(body) is Encoded:
+        return body.frame
     if body is NO_RESPONSE:
         return None
     return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)

@@ -1,0 +1,460 @@
+/* A usual Fetch answered straight from the partition logs (included by _fastfetch.c).
+
+   answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation)
+       ``wanted``: the handler's list of Wanted (mockbroker/handlers/k01_fetch.py), in the request's
+       order, for a fetch without a session.  When every partition is the usual one -- found and led
+       by ``broker_id``, its leader epoch current (or not given), no open transaction on it, the fetch
+       offset within the log -- gives (frame, bytes): the whole response frame as the buffers to write
+       (what api.encode_response gives for the answer k01_fetch._collect and _build would make: the
+       same bytes, stored record buffers over the hole threshold not copied) and how many record
+       bytes it holds.  Otherwise None, having changed nothing: the Python path answers, and names
+       every error.  A read_committed read whose partition ever had an aborted transaction is left
+       to Python too (it lists them).
+
+   Reads follow PartitionLog.read: whole batches from the one holding the fetch offset, within the
+   partition's max_bytes and what is left of ``budget`` (the request's max_bytes capped by the
+   broker's fetch.max.bytes), the first batch of the answer even when larger.  Attribute reads go
+   through member sites (../handlers/member_sites.h): slots read in place. */
+#ifndef MOCKBROKER_FETCH_FROM_LOGS_H
+#define MOCKBROKER_FETCH_FROM_LOGS_H
+
+#include "member_sites.h"
+
+enum { FW_NAME, FW_TOPIC_ID, FW_PARTITION, FW_OFFSET, FW_MAX_BYTES, FW_EPOCH, FW_LOG, FW_ERROR,
+       FL_LEADER, FL_EPOCH, FL_NEXT, FL_START, FL_BATCHES, FL_BASES, FL_PRODUCERS,
+       FP_OPEN_TXNS, FP_ABORTED, FB_BASE, FB_LAST, FB_SIZE, FB_BUFFERS,
+       FT_NAME, FT_ID, FT_PARTS, FQ_PARTITION, FQ_EPOCH, FQ_OFFSET, FQ_MAX_BYTES, TP_NAME, TP_ID, TP_PARTS,
+       FROM_LOG_SITES };
+static const char *const FROM_LOG_NAMES[FROM_LOG_SITES] = {
+    "name", "topic_id", "partition", "fetch_offset", "max_bytes", "leader_epoch", "log", "error",
+    "leader", "leader_epoch", "next_offset", "log_start_offset", "batches", "_bases", "producers",
+    "open_txns", "aborted", "base_offset", "last_offset", "size", "buffers",
+    "topic", "topic_id", "partitions", "partition", "current_leader_epoch", "fetch_offset", "partition_max_bytes",
+    "name", "topic_id", "partitions"};
+static PyObject *from_log_names[FROM_LOG_SITES];
+static MemberSite from_log_sites[FROM_LOG_SITES];
+
+typedef struct {
+    PyObject *name, *topic_id, *log; /* new references */
+    int64_t partition, offset, max_bytes, epoch;
+} WantedPart;
+
+typedef struct {
+    Py_ssize_t at;
+    PyObject *buffer; /* a new reference */
+} Hole;
+
+typedef struct {
+    Hole *items;
+    Py_ssize_t count, cap;
+    Py_ssize_t bytes;
+} Holes;
+
+static int keep_hole(Holes *h, Py_ssize_t at, PyObject *buffer, Py_ssize_t n) {
+    if (h->count == h->cap) {
+        Py_ssize_t cap = h->cap ? h->cap * 2 : 16;
+        Hole *items = PyMem_Realloc(h->items, cap * sizeof(Hole));
+        if (items == NULL) return 0;
+        h->items = items;
+        h->cap = cap;
+    }
+    h->items[h->count].at = at;
+    h->items[h->count++].buffer = Py_NewRef(buffer);
+    h->bytes += n;
+    return 1;
+}
+
+static void drop_holes(Holes *h) {
+    for (Py_ssize_t i = 0; i < h->count; i++) Py_DECREF(h->items[i].buffer);
+    PyMem_Free(h->items);
+}
+
+static int intern_sites(void) {
+    for (int i = 0; i < FROM_LOG_SITES; i++)
+        if (from_log_names[i] == NULL && (from_log_names[i] = PyUnicode_InternFromString(FROM_LOG_NAMES[i])) == NULL)
+            return -1;
+    return 0;
+}
+
+/* obj.<site> as a new reference (NULL with the error set). */
+static PyObject *from_log_get(PyObject *obj, int site) {
+    return site_get(&from_log_sites[site], obj, from_log_names[site]);
+}
+
+/* obj.<site> as an int64: 1, 0 when it is not an int in range (the Python path then answers), -1 on error. */
+static int from_log_int(PyObject *obj, int site, int64_t *out) {
+    PyObject *value = from_log_get(obj, site);
+    if (value == NULL) return -1;
+    int ok = get_int(value, INT64_MIN, INT64_MAX, out);
+    Py_DECREF(value);
+    return ok;
+}
+
+static int read_wanted(PyObject *item, WantedPart *part) {
+    int64_t error;
+    int ok;
+    if ((ok = from_log_int(item, FW_ERROR, &error)) <= 0) return ok;
+    if (error != 0) return 0;
+    if ((part->log = from_log_get(item, FW_LOG)) == NULL || (part->name = from_log_get(item, FW_NAME)) == NULL ||
+        (part->topic_id = from_log_get(item, FW_TOPIC_ID)) == NULL)
+        return -1;
+    if (part->log == Py_None || !PyUnicode_CheckExact(part->name)) return 0;
+    if ((ok = from_log_int(item, FW_PARTITION, &part->partition)) <= 0 ||
+        (ok = from_log_int(item, FW_OFFSET, &part->offset)) <= 0 ||
+        (ok = from_log_int(item, FW_MAX_BYTES, &part->max_bytes)) <= 0 ||
+        (ok = from_log_int(item, FW_EPOCH, &part->epoch)) <= 0)
+        return ok;
+    return part->partition >= INT32_MIN && part->partition <= INT32_MAX;
+}
+
+/* 1 the same name, 0 not, -1 error */
+static int same_name(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    return PyUnicode_Compare(a, b) == 0 ? 1 : (PyErr_Occurred() ? -1 : 0);
+}
+
+/* The index of the first batch to read from ``offset`` (PartitionLog._first_index), or -1 (error set)
+   / -2 (not the usual layout). */
+static Py_ssize_t first_batch(PyObject *batches, PyObject *bases, int64_t offset) {
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(bases);
+    while (lo < hi) { /* bisect_right */
+        Py_ssize_t mid = (lo + hi) / 2;
+        int64_t base;
+        if (!get_int(PyList_GET_ITEM(bases, mid), INT64_MIN, INT64_MAX, &base)) return -2;
+        if (offset < base) hi = mid;
+        else lo = mid + 1;
+    }
+    Py_ssize_t i = lo - 1;
+    if (i < 0) return 0;
+    if (i >= PyList_GET_SIZE(batches)) return -2;
+    int64_t last;
+    int ok = from_log_int(PyList_GET_ITEM(batches, i), FB_LAST, &last);
+    if (ok <= 0) return ok < 0 ? -1 : -2;
+    return last < offset ? i + 1 : i;
+}
+
+/* One partition's answer.  1 written (``*taken`` += its record bytes), 0 not the usual one, -1 error. */
+static int put_from_log(Writer *w, WantedPart *part, int version, int64_t broker_id, int64_t budget, int isolation,
+                        int64_t *taken, Holes *holes) {
+    PyObject *log = part->log, *batches = NULL, *bases = NULL, *producers = NULL, *value = NULL;
+    int64_t leader, epoch, end, start;
+    int ok;
+    if ((ok = from_log_int(log, FL_LEADER, &leader)) <= 0) return ok;
+    if (leader != broker_id) return 0;
+    if ((ok = from_log_int(log, FL_EPOCH, &epoch)) <= 0) return ok;
+    if (version >= 9 && part->epoch >= 0 && part->epoch != epoch) return 0;
+    if ((ok = from_log_int(log, FL_NEXT, &end)) <= 0 || (ok = from_log_int(log, FL_START, &start)) <= 0) return ok;
+    if (part->offset < start || part->offset > end) return 0;
+    ok = -1;
+    if ((producers = from_log_get(log, FL_PRODUCERS)) == NULL || (value = from_log_get(producers, FP_OPEN_TXNS)) == NULL)
+        goto done;
+    int open = PyObject_IsTrue(value);
+    if (open != 0) { /* an open transaction: its last stable offset is the Python path's */
+        ok = open < 0 ? -1 : 0;
+        goto done;
+    }
+    Py_ssize_t first = 0, last = 0; /* the batches [first, last) */
+    int64_t size = 0;
+    Py_ssize_t record_bytes = 0;
+    if (part->offset < end) {
+        if ((batches = from_log_get(log, FL_BATCHES)) == NULL || (bases = from_log_get(log, FL_BASES)) == NULL) goto done;
+        ok = 0;
+        if (!PyList_CheckExact(batches) || !PyList_CheckExact(bases)) goto done;
+        first = first_batch(batches, bases, part->offset);
+        if (first < 0) {
+            ok = first == -1 ? -1 : 0;
+            goto done;
+        }
+        int64_t room = budget - *taken;
+        int64_t max_bytes = part->max_bytes < room ? part->max_bytes : (room > 0 ? room : 0);
+        for (last = first; last < PyList_GET_SIZE(batches); last++) {
+            PyObject *batch = PyList_GET_ITEM(batches, last), *buffers;
+            int64_t batch_size;
+            if ((ok = from_log_int(batch, FB_SIZE, &batch_size)) <= 0) goto done;
+            if (size + batch_size > max_bytes && (last > first || *taken != 0)) break;
+            if ((buffers = from_log_get(batch, FB_BUFFERS)) == NULL) {
+                ok = -1;
+                goto done;
+            }
+            ok = PyTuple_CheckExact(buffers);
+            for (Py_ssize_t k = 0; ok && k < PyTuple_GET_SIZE(buffers); k++) {
+                Py_ssize_t n;
+                ok = buffer_size(PyTuple_GET_ITEM(buffers, k), &n);
+                record_bytes += n;
+            }
+            Py_DECREF(buffers);
+            if (!ok) goto done;
+            size += batch_size;
+        }
+        if (isolation && last > first) { /* aborted transactions to list: the Python path does */
+            Py_SETREF(value, from_log_get(producers, FP_ABORTED));
+            ok = value == NULL ? -1 : 0;
+            if (value == NULL || !PyList_CheckExact(value) || PyList_GET_SIZE(value) != 0) goto done;
+        }
+    }
+    ok = 0;
+    if (!put_int(w, part->partition, 4) || !put_int(w, 0, 2) || !put_int(w, end, 8) || !put_int(w, end, 8)) goto done;
+    if (version >= 5 && !put_int(w, start, 8)) goto done;
+    if (!put_size(w, isolation ? 0 : -1, 1)) goto done; /* aborted transactions: none, or null */
+    if (version >= 11 && !put_int(w, -1, 4)) goto done; /* no preferred read replica */
+    if (!w->flexible && record_bytes > INT32_MAX) goto done;
+    if (!put_size(w, record_bytes, 1)) goto done;
+    for (Py_ssize_t i = first; i < last; i++) {
+        PyObject *buffers = from_log_get(PyList_GET_ITEM(batches, i), FB_BUFFERS);
+        if (buffers == NULL || !PyTuple_CheckExact(buffers)) {
+            ok = buffers == NULL ? -1 : 0;
+            Py_XDECREF(buffers);
+            goto done;
+        }
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(buffers); k++) {
+            PyObject *chunk = PyTuple_GET_ITEM(buffers, k);
+            Py_ssize_t n;
+            buffer_size(chunk, &n);
+            int kept;
+            if (n > hole_threshold) { /* left as a hole: written from where it is stored */
+                kept = keep_hole(holes, w->len, chunk, n);
+            } else if ((kept = grow(w, n))) {
+                memcpy(w->buf + w->len, buffer_bytes(chunk), (size_t)n);
+                w->len += n;
+            }
+            if (!kept) {
+                Py_DECREF(buffers);
+                goto done;
+            }
+        }
+        Py_DECREF(buffers);
+    }
+    if (w->flexible && !put_uvarint(w, 0)) goto done;
+    *taken += size;
+    ok = 1;
+done:
+    Py_XDECREF(batches);
+    Py_XDECREF(bases);
+    Py_XDECREF(producers);
+    Py_XDECREF(value);
+    return ok;
+}
+
+/* The frame's buffers: the written bytes with the holes' buffers between them (api._framed). */
+static PyObject *frame_of(Writer *w, Holes *holes) {
+    Py_ssize_t size = w->len - 4 + holes->bytes;
+    if (size > INT32_MAX) return Py_NewRef(Py_None);
+    for (int i = 0; i < 4; i++) w->buf[i] = (char)((uint32_t)size >> (8 * (3 - i)));
+    if (holes->count == 0) {
+        PyObject *out = PyByteArray_FromStringAndSize(w->buf, w->len);
+        if (out == NULL) return NULL;
+        PyObject *frame = PyList_New(1);
+        if (frame == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(frame, 0, out);
+        return frame;
+    }
+    PyObject *frame = PyList_New(0);
+    if (frame == NULL) return NULL;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i <= holes->count; i++) {
+        Py_ssize_t at = i < holes->count ? holes->items[i].at : w->len;
+        if (at > start) {
+            PyObject *piece = PyBytes_FromStringAndSize(w->buf + start, at - start);
+            int failed = piece == NULL || PyList_Append(frame, piece) < 0;
+            Py_XDECREF(piece);
+            if (failed) goto fail;
+        }
+        if (i < holes->count && PyList_Append(frame, holes->items[i].buffer) < 0) goto fail;
+        start = at;
+    }
+    return frame;
+fail:
+    Py_DECREF(frame);
+    return NULL;
+}
+
+static PyObject *answer_from_logs(PyObject *self, PyObject *args) {
+    PyObject *wanted;
+    int version, correlation_id, isolation;
+    long long broker_id, budget;
+    if (!PyArg_ParseTuple(args, "O!iiLLi:answer_from_logs", &PyList_Type, &wanted, &version, &correlation_id,
+                          &broker_id, &budget, &isolation))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(wanted);
+    if (!ready || version < 4 || version > 18 || count == 0) Py_RETURN_NONE;
+    if (intern_sites() < 0) return NULL;
+    WantedPart *parts = PyMem_Calloc(count, sizeof(WantedPart));
+    Py_ssize_t *heads = PyMem_Malloc(count * sizeof(Py_ssize_t)); /* where each topic's partitions start */
+    Writer w = {PyMem_Malloc(256), 0, 256, version >= 12};
+    Holes holes = {NULL, 0, 0, 0};
+    PyObject *result = NULL;
+    if (parts == NULL || heads == NULL || w.buf == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int ok = 1;
+    Py_ssize_t topics = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if ((ok = read_wanted(PyList_GET_ITEM(wanted, i), &parts[i])) <= 0) break;
+        if (i > 0) {
+            int same = same_name(parts[i].name, parts[i - 1].name);
+            if (same < 0) {
+                ok = -1;
+                break;
+            }
+            if (same) continue;
+        }
+        /* a new topic group: its name in an earlier group (the same topic named twice apart) is the
+           Python path's, which answers it as one topic */
+        int seen = 0;
+        for (Py_ssize_t j = 0; j < topics && seen == 0; j++) seen = same_name(parts[i].name, parts[heads[j]].name);
+        if (seen != 0) {
+            ok = seen > 0 ? 0 : -1;
+            break;
+        }
+        heads[topics++] = i;
+    }
+    if (ok <= 0) goto decline;
+    int64_t taken = 0;
+    if (!put_int(&w, 0, 4) || !put_int(&w, correlation_id, 4) || (w.flexible && !put_uvarint(&w, 0)) ||
+        !put_int(&w, 0, 4) || (version >= 7 && (!put_int(&w, 0, 2) || !put_int(&w, 0, 4))) ||
+        !put_size(&w, topics, 1))
+        goto decline;
+    for (Py_ssize_t i = 0; i < count;) {
+        Py_ssize_t group = i + 1;
+        while (group < count && same_name(parts[group].name, parts[i].name) > 0) group++;
+        if (version >= 13) {
+            PyObject *id = parts[i].topic_id;
+            if (!PyBytes_CheckExact(id) || PyBytes_GET_SIZE(id) != 16 || !grow(&w, 16)) goto decline;
+            memcpy(w.buf + w.len, PyBytes_AS_STRING(id), 16);
+            w.len += 16;
+        } else if (!put_string(&w, parts[i].name, 0)) {
+            goto decline;
+        }
+        if (!put_size(&w, group - i, 1)) goto decline;
+        for (; i < group; i++) {
+            int done = put_from_log(&w, &parts[i], version, broker_id, budget, isolation, &taken, &holes);
+            if (done < 0) goto done;
+            if (done == 0) goto decline;
+        }
+        if (w.flexible && !put_uvarint(&w, 0)) goto decline;
+    }
+    if (w.flexible && !put_uvarint(&w, 0)) goto decline;
+    PyObject *frame = frame_of(&w, &holes);
+    if (frame == NULL || frame == Py_None) {
+        result = frame;
+        goto done;
+    }
+    result = Py_BuildValue("(NL)", frame, (long long)taken);
+    goto done;
+decline:
+    if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
+done:
+    if (parts != NULL)
+        for (Py_ssize_t i = 0; i < count; i++) {
+            Py_XDECREF(parts[i].name);
+            Py_XDECREF(parts[i].topic_id);
+            Py_XDECREF(parts[i].log);
+        }
+    PyMem_Free(parts);
+    PyMem_Free(heads);
+    PyMem_Free(w.buf);
+    drop_holes(&holes);
+    return result;
+}
+
+/* -- the partitions a fetch names, as the handler's Wanted ---------------------------------------- */
+
+static Layout wanted_layout;
+static const char *const WANTED_SLOTS[] = {"name", "topic_id", "partition", "fetch_offset", "max_bytes",
+                                           "leader_epoch", "log", "error", NULL};
+
+static PyObject *setup_wanted(PyObject *self, PyObject *cls) {
+    if (layout_of(&wanted_layout, cls, WANTED_SLOTS) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* A Wanted for FetchPartition ``p`` of ``topic`` (name, id), read from ``log``: a new reference, or NULL. */
+static PyObject *new_wanted(PyObject *name, PyObject *topic_id, PyObject *p, PyObject *log) {
+    PyTypeObject *type = wanted_layout.type;
+    PyObject *item = type->tp_alloc(type, 0);
+    if (item == NULL) return NULL;
+    static const int from[] = {FQ_PARTITION, FQ_OFFSET, FQ_MAX_BYTES, FQ_EPOCH};
+    PyObject **slots[8];
+    for (int i = 0; i < 8; i++) slots[i] = (PyObject **)((char *)item + wanted_layout.offset[i]);
+    *slots[0] = Py_NewRef(name);
+    *slots[1] = Py_NewRef(topic_id);
+    for (int i = 0; i < 4; i++)
+        if ((*slots[2 + i] = from_log_get(p, from[i])) == NULL) {
+            Py_DECREF(item);
+            return NULL;
+        }
+    *slots[6] = Py_NewRef(log);
+    *slots[7] = PyLong_FromLong(0);
+    return item;
+}
+
+/* wanted_from_request(topics, known, broker_id, use_ids) -> [Wanted], or None
+   What k01_fetch._resolve makes of a FetchRequest's topics (before its session) when every topic is
+   known (``known``: the cluster's topics by name, or by id from v13) and every partition is one of
+   its partitions led by ``broker_id``; None (nothing made) otherwise, and the Python path names what
+   is missing.  Authorization is the caller's: it asks only while ACLs are off. */
+static PyObject *wanted_from_request(PyObject *self, PyObject *args) {
+    PyObject *topics, *known;
+    long long broker_id;
+    int use_ids;
+    if (!PyArg_ParseTuple(args, "O!O!Lp:wanted_from_request", &PyList_Type, &topics, &PyDict_Type, &known, &broker_id,
+                          &use_ids))
+        return NULL;
+    if (wanted_layout.type == NULL) Py_RETURN_NONE;
+    if (intern_sites() < 0) return NULL;
+    PyObject *out = PyList_New(0), *key = NULL, *name = NULL, *topic_id = NULL, *logs = NULL, *parts = NULL;
+    if (out == NULL) return NULL;
+    int ok = 1;
+    for (Py_ssize_t i = 0; ok > 0 && i < PyList_GET_SIZE(topics); i++) {
+        PyObject *t = PyList_GET_ITEM(topics, i);
+        ok = -1;
+        if ((key = from_log_get(t, use_ids ? FT_ID : FT_NAME)) == NULL) break;
+        PyObject *topic = PyDict_GetItemWithError(known, key); /* borrowed */
+        Py_CLEAR(key);
+        if (topic == NULL) {
+            ok = PyErr_Occurred() ? -1 : 0;
+            break;
+        }
+        if ((name = from_log_get(topic, TP_NAME)) == NULL || (topic_id = from_log_get(topic, TP_ID)) == NULL ||
+            (logs = from_log_get(topic, TP_PARTS)) == NULL || (parts = from_log_get(t, FT_PARTS)) == NULL)
+            break;
+        ok = 0;
+        if (!PyList_CheckExact(logs) || !PyList_CheckExact(parts)) break;
+        ok = 1;
+        for (Py_ssize_t j = 0; ok > 0 && j < PyList_GET_SIZE(parts); j++) {
+            PyObject *p = PyList_GET_ITEM(parts, j), *item;
+            int64_t index, leader;
+            if ((ok = from_log_int(p, FQ_PARTITION, &index)) <= 0) break;
+            if (index < 0 || index >= PyList_GET_SIZE(logs)) { /* no such partition */
+                ok = 0;
+                break;
+            }
+            PyObject *log = PyList_GET_ITEM(logs, index);
+            if ((ok = from_log_int(log, FL_LEADER, &leader)) <= 0) break;
+            if (leader != broker_id) { /* led elsewhere */
+                ok = 0;
+                break;
+            }
+            if ((item = new_wanted(name, topic_id, p, log)) == NULL || PyList_Append(out, item) < 0) ok = -1;
+            Py_XDECREF(item);
+        }
+        Py_CLEAR(name);
+        Py_CLEAR(topic_id);
+        Py_CLEAR(logs);
+        Py_CLEAR(parts);
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(topic_id);
+    Py_XDECREF(logs);
+    Py_XDECREF(parts);
+    if (ok > 0) return out;
+    Py_DECREF(out);
+    if (ok < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+#endif
