@@ -17,6 +17,12 @@ Behavior:
   offset of the oldest open transaction), and the aborted transactions overlapping the returned
   offsets so the client can drop their records. Every answer (v4+) carries the last stable offset.
 
+The usual fetch -- no session, every partition known, led here, its epoch current, no open
+transaction, the offset within its log -- is read and encoded frame and all in C
+(fast_fetch.answer_from_logs: the same bytes as _collect, _build and the encoder make), its partitions
+made into Wanted in C too while ACLs are off, and a long poll's wake answers the same way; with fault
+rules or client quotas (which see or measure the answer), or anything else, the Python below answers.
+
 Version notes: v0-1 are served magic 0 and v2-3 magic 1, down-converted from the stored magic-2
 batches (headers dropped); v4 adds isolation level, last stable offset and aborted transactions;
 v5 log start offset; v7 sessions; v11 rack / preferred replica; v12 flexible; v13 topic ids.
@@ -278,12 +284,18 @@ def handle(ctx: Any, req: Any) -> Any:
         return RESP.FetchResponse(error_code=exc.code, session_id=0, responses=[])
     fast = session is None and _FROM_LOGS is not None and _unwatched(ctx)
     if fast:
-        got = _from_logs(ctx, req, wanted)
+        budget = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"])  # (as _collect)
+        got = _FROM_LOGS(wanted, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget,  # type: ignore[misc]
+                         req.isolation_level)
         if got is not None:  # every partition the usual one
             frame, total = got
             if total >= req.min_bytes or req.max_wait_ms <= 0 or ctx.connection.closed:
                 return Encoded(frame)
-            return _LongPoll(ctx, req, wanted, None, False, [w.log for w in wanted], fast).answer  # type: ignore[misc]
+            answer = Pending()  # its long poll, in C (fetch_wait.h: _LongPoll's twin)
+            _PARK(ctx, req, wanted, answer, ctx.broker.loop or asyncio.get_running_loop(),  # type: ignore[misc]
+                  ctx.connection, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget, req.isolation_level,
+                  req.min_bytes, min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000)
+            return answer
     if req.min_bytes > 0 and req.max_wait_ms > 0 and _all_at_the_end(wanted, ctx.api_version) \
             and not ctx.connection.closed:  # the usual long poll: no partition has anything to answer
         return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[arg-type]
@@ -308,6 +320,18 @@ def _from_logs(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[Any], int
     budget = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"])  # (as _collect)
     return _FROM_LOGS(wanted, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget,  # type: ignore[misc]
                       req.isolation_level)
+
+
+def _answer_in_python(ctx: Any, req: Any, wanted: list[Wanted], answer: Pending, expired: bool) -> None:
+    """A C long poll's check (fetch_wait.h) once its partitions stopped being the usual ones (a leader or
+    epoch moved, a transaction opened): _LongPoll's check and expiry, for a fetch without a session."""
+    parts, total, errors = _collect(ctx, req, wanted)
+    if expired or total >= req.min_bytes or errors or ctx.connection.closed:
+        answer.settle(_build(ctx, parts, None, False))
+
+
+# the long poll of a fetch _FROM_LOGS answers, in C (None: not built)
+_PARK = fast_fetch.waiter(Encoded, _answer_in_python)
 
 
 def _all_at_the_end(wanted: list[Wanted], version: int) -> bool:

@@ -15,6 +15,11 @@
        ``holes`` unchanged) otherwise, and the generated writer runs instead.
 
    tests/protocol/test_fast_fetch.py holds it equal to the generated writer.
+
+   answer_from_logs, setup_wanted, wanted_from_request (fetch_from_logs.h): the usual Fetch answered
+   straight from the partition logs, frame and all, and its partitions found; setup_wait, park
+   (fetch_wait.h): its long poll; for mockbroker/handlers/k01_fetch.py (tests/protocol/test_fetch_from_logs.py holds them equal to the
+   handler's Python path).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -225,6 +230,7 @@ done:
 }
 
 #include "fetch_from_logs.h"
+#include "fetch_wait.h"
 
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(*generated classes, hole_threshold): learn where their slots live."},
@@ -237,6 +243,10 @@ static PyMethodDef methods[] = {
     {"answer_from_logs", answer_from_logs, METH_VARARGS,
      "answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation) -> (frame, record bytes), or "
      "None when the Python path must answer (fetch_from_logs.h)."},
+    {"setup_wait", setup_wait, METH_VARARGS, "setup_wait(Encoded, fallback): what park()'s waiters answer with."},
+    {"park", park, METH_VARARGS,
+     "park(ctx, req, wanted, answer, loop, connection, version, correlation_id, broker_id, budget, isolation, "
+     "min_bytes, wait_s): a long poll answered from the logs (fetch_wait.h)."},
     {"setup_wanted", setup_wanted, METH_O, "setup_wanted(Wanted): learn where the handler's Wanted keeps its fields."},
     {"wanted_from_request", wanted_from_request, METH_VARARGS,
      "wanted_from_request(topics, known, broker_id, use_ids) -> [Wanted], or None (fetch_from_logs.h)."},

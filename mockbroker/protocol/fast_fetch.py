@@ -10,6 +10,7 @@ small batch is framed and encoded (``api.encode_response``) in ~1.0 us instead o
 ``decode(frame, pos, version)`` (``api.set_request_decoder``) reads a FetchRequest body (v4-18) into the
 generated classes as their reader would, or gives None (tagged fields, anything malformed) and the
 generated reader runs.
+``waiter(Encoded, fallback)`` gives ``park``, the long poll of such a fetch in C (fetch_wait.h), and
 ``wanted_reader(Wanted)`` gives the C reader of a request's partitions into the handler's ``Wanted``, and
 ``answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation)`` answers a usual Fetch
 without a session straight from the partition logs, frame and all (fetch_from_logs.h; None: the handler's
@@ -31,6 +32,7 @@ encode: Callable[[Any, int, bytearray, list[Any]], bool | None] | None = None
 decode: Callable[[memoryview, int, int], tuple[Any, int] | None] | None = None
 answer_from_logs: Callable[[list[Any], int, int, int, int, int], tuple[list[Any], int] | None] | None = None
 _setup_wanted: Callable[[type], None] | None = None
+_setup_wait: Callable[[type, Callable[..., None]], None] | None = None
 
 if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
@@ -49,6 +51,7 @@ if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
         api.set_request_decoder(1, decode)
         answer_from_logs = _fastfetch.answer_from_logs
         _setup_wanted = _fastfetch.setup_wanted
+        _setup_wait = _fastfetch.setup_wait
 
 
 def wanted_reader(wanted: type) -> Callable[[list[Any], dict[Any, Any], int, bool], list[Any] | None] | None:
@@ -59,3 +62,14 @@ def wanted_reader(wanted: type) -> Callable[[list[Any], dict[Any, Any], int, boo
         return None
     _setup_wanted(wanted)
     return _fastfetch.wanted_from_request  # type: ignore[no-any-return]
+
+
+def waiter(encoded: type, fallback: Callable[..., None]) -> Callable[..., None] | None:
+    """``park(ctx, req, wanted, answer, loop, connection, version, correlation_id, broker_id, budget,
+    isolation, min_bytes, wait_s)``: the long poll of a fetch ``answer_from_logs`` takes, in C
+    (fetch_wait.h), settling ``answer`` with ``encoded(frame)``, or through ``fallback(ctx, req, wanted,
+    answer, expired)`` where the partitions stopped being the usual ones; None when the extension is off."""
+    if _setup_wait is None:
+        return None
+    _setup_wait(encoded, fallback)
+    return _fastfetch.park  # type: ignore[no-any-return]

@@ -83,6 +83,11 @@ static PyObject *from_log_get(PyObject *obj, int site) {
 
 /* obj.<site> as an int64: 1, 0 when it is not an int in range (the Python path then answers), -1 on error. */
 static int from_log_int(PyObject *obj, int site, int64_t *out) {
+    PyMemberDef *member = site_member(&from_log_sites[site], obj, from_log_names[site]);
+    if (member != NULL && member->type == T_OBJECT_EX) { /* a slot: read in place, no reference taken */
+        PyObject *held = *(PyObject **)((char *)obj + member->offset);
+        if (held != NULL) return get_int(held, INT64_MIN, INT64_MAX, out);
+    }
     PyObject *value = from_log_get(obj, site);
     if (value == NULL) return -1;
     int ok = get_int(value, INT64_MIN, INT64_MAX, out);
@@ -271,13 +276,9 @@ fail:
     return NULL;
 }
 
-static PyObject *answer_from_logs(PyObject *self, PyObject *args) {
-    PyObject *wanted;
-    int version, correlation_id, isolation;
-    long long broker_id, budget;
-    if (!PyArg_ParseTuple(args, "O!iiLLi:answer_from_logs", &PyList_Type, &wanted, &version, &correlation_id,
-                          &broker_id, &budget, &isolation))
-        return NULL;
+/* answer_from_logs with its arguments: a new reference to (frame, bytes) or None; NULL on error. */
+static PyObject *from_logs(PyObject *wanted, int version, int correlation_id, long long broker_id, long long budget,
+                           int isolation) {
     Py_ssize_t count = PyList_GET_SIZE(wanted);
     if (!ready || version < 4 || version > 18 || count == 0) Py_RETURN_NONE;
     if (intern_sites() < 0) return NULL;
@@ -359,6 +360,16 @@ done:
     PyMem_Free(w.buf);
     drop_holes(&holes);
     return result;
+}
+
+static PyObject *answer_from_logs(PyObject *self, PyObject *args) {
+    PyObject *wanted;
+    int version, correlation_id, isolation;
+    long long broker_id, budget;
+    if (!PyArg_ParseTuple(args, "O!iiLLi:answer_from_logs", &PyList_Type, &wanted, &version, &correlation_id,
+                          &broker_id, &budget, &isolation))
+        return NULL;
+    return from_logs(wanted, version, correlation_id, broker_id, budget, isolation);
 }
 
 /* -- the partitions a fetch names, as the handler's Wanted ---------------------------------------- */

@@ -27,10 +27,18 @@ static int grow(Writer *w, Py_ssize_t n) {
     return 1;
 }
 
+/* ``v`` in ``bytes`` (1-8) big-endian bytes; on little-endian hosts the low bytes of v moved to the top
+   and byte-swapped, all eight stored (room for them is made) and the length moved by ``bytes``. */
 static int put_int(Writer *w, int64_t v, int bytes) {
-    if (!grow(w, bytes)) return 0;
+    if (!grow(w, 8)) return 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t big = __builtin_bswap64((uint64_t)v << (8 * (8 - bytes)));
+    memcpy(w->buf + w->len, &big, 8);
+    w->len += bytes;
+#else
     for (int i = bytes - 1; i >= 0; i--)
         w->buf[w->len++] = (char)((uint64_t)v >> (8 * i));
+#endif
     return 1;
 }
 

@@ -14,6 +14,7 @@ import pytest
 from mockbroker import records as rec
 from mockbroker.cluster import MockCluster
 from mockbroker.errors import ErrorCode
+from mockbroker.handlers import k01_fetch
 from mockbroker.protocol import api
 
 from .wire import WireClient, fetch_body, produce_body
@@ -225,3 +226,39 @@ def test_a_leader_move_or_epoch_bump_answers_a_waiting_fetch_at_once() -> None:
                             lambda: cluster.call(log.bump_leader_epoch))
         assert code == ErrorCode.FENCED_LEADER_EPOCH and took < 3
         assert not log.listeners
+
+
+def _waiter_kinds(cluster: MockCluster) -> set[str]:
+    return {type(w).__name__ for p in (0, 1) for w in cluster.state.partition("t", p).listeners}
+
+
+@pytest.mark.skipif(k01_fetch._PARK is None, reason="the C extension is not built (or MOCKBROKER_PURE_PYTHON is set)")
+def test_the_usual_long_poll_waits_in_c_and_answers_as_the_python_path_does(one: MockCluster) -> None:
+    """A fetch without a session whose partitions are the usual ones waits in C (fetch_wait.h): woken by
+    an append it answers the batch, at max_wait_ms it answers the log as it is, and either way it leaves
+    the logs' listeners; a fault rule (which sees the answer) makes the same fetch wait in Python, with
+    the same answer."""
+    port = one.brokers[0].port
+    with WireClient(port) as c:
+        c.send(1, 12, fetch_body("t", 0, 0, max_wait_ms=10_000))
+        time.sleep(0.2)
+        assert _waiter_kinds(one) == {"FetchWait"}
+        produce_later(port, 0, 0).join(5)
+        woken = c.receive(1, 12)[1]
+        start = time.monotonic()
+        expired = c.call(1, 13, fetch_body("t", 0, 1, max_wait_ms=300, topic_id=one.state.topics["t"].topic_id))
+        waited = time.monotonic() - start
+    assert listeners(one) == 0
+    part = woken.responses[0].partitions[0]
+    assert (part.error_code, part.high_watermark, part.last_stable_offset, len(part.records)) == (0, 1, 1, len(batch()))
+    late = expired.responses[0].partitions[0]
+    assert (late.error_code, late.high_watermark, late.records) == (0, 1, b"") and 0.25 < waited < 5
+    one.faults.add({"api": "Metadata", "error": "UNKNOWN_SERVER_ERROR", "times": 1})  # a rule, never fired here
+    with WireClient(port) as c:
+        c.send(1, 12, fetch_body("t", 0, 1, max_wait_ms=10_000))
+        time.sleep(0.2)
+        assert _waiter_kinds(one) == {"_LongPoll"}
+        produce_later(port, 0, 0).join(5)
+        python = c.receive(1, 12)[1].responses[0].partitions[0]
+    assert (python.error_code, python.high_watermark, len(python.records)) == (0, 2, len(batch()))
+    assert listeners(one) == 0
