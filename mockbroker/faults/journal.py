@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mockbroker.protocol.errors import error_name
@@ -124,6 +124,16 @@ def _thaw_produce(items: tuple[Any, ...]) -> dict[str, Any]:
     return facts_from_pairs(pairs, transactional_id).summary()
 
 
+# Journal.start in C (the produce lane's journal_start, lane_journal.h: the same slots filled, for a
+# Journal of exactly this class and an ``about`` already frozen), or None: set by use_fast_start
+_fast_start: Callable[..., JournalEntry | None] | None = None
+
+
+def use_fast_start(start: Callable[..., JournalEntry | None] | None) -> None:
+    global _fast_start
+    _fast_start = start
+
+
 class Journal:
 
     # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
@@ -141,6 +151,11 @@ class Journal:
               about: Any, faults: tuple[int, ...], latency_ms: float = -1.0, outcome: str = "pending") -> JournalEntry:
         """A pending entry for a request being handled (``about`` as a dict or already frozen), or with
         ``latency_ms`` and ``outcome`` one already answered without errors (the produce lane's)."""
+        if _fast_start is not None:  # the same entry made in C (every request dispatch journals)
+            entry = _fast_start(self, time_ms, broker, connection, client_id, client_software, api, api_key, version,
+                                correlation_id, about, faults, latency_ms, outcome)
+            if entry is not None:
+                return entry  # type: ignore[no-any-return]
         entry = JournalEntry(next(self._numbers), time_ms, broker, connection, client_id, client_software, api,
                              api_key, version, correlation_id, latency_ms, about, (), faults, outcome)
         self._entries.append(entry)

@@ -83,3 +83,39 @@ static int file_answered(Scene *sc, PyObject *peer, PyObject *client_id, PyObjec
     Py_XDECREF(latency);
     return failed ? -1 : 0;
 }
+
+/* journal_start(journal, time_ms, broker, connection, client_id, client_software, api, api_key, version,
+                 correlation_id, about, faults, latency_ms, outcome) -> JournalEntry, or None
+   Journal.start in C for a journal of exactly the Journal class with ``about`` and ``faults`` already
+   tuples (what dispatch passes): the entry's slots filled as JournalEntry.__init__ fills them, the
+   next number, appended to the ring.  None: Journal.start's Python does it. */
+static PyObject *journal_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "journal_start() takes 14 arguments");
+        return NULL;
+    }
+    PyObject *journal = args[0], *about = args[10], *faults = args[11];
+    if (entry_type == NULL || no_faults == NULL || zero == NULL || Py_TYPE(journal) != journal_type ||
+        !PyTuple_CheckExact(about) ||
+        !PyTuple_CheckExact(faults))
+        Py_RETURN_NONE;
+    static MemberSite numbers_site, ring_site;
+    PyObject *numbers = site_get(&numbers_site, journal, s_numbers), *ring = site_get(&ring_site, journal, s_entries);
+    PyObject *seq = numbers ? PyIter_Next(numbers) : NULL;
+    PyObject *entry = seq ? entry_type->tp_alloc(entry_type, 0) : NULL;
+    if (entry != NULL) {
+        PyObject *values[ENTRY_SLOTS] = {seq,     args[1],  args[2],  args[3], args[4], args[5], args[6], args[7],
+                                         args[8], args[9],  args[12], about,   no_faults, faults, args[13], zero};
+        for (int i = 0; i < ENTRY_SLOTS; i++)
+            *(PyObject **)((char *)entry + entry_offset[i]) = Py_NewRef(values[i]);
+        PyObject *done = PyObject_CallMethodOneArg(ring, s_append, entry);
+        if (done == NULL) Py_CLEAR(entry);
+        Py_XDECREF(done);
+    } else if (seq == NULL && numbers != NULL && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_RuntimeError, "the journal's numbering ended");
+    }
+    Py_XDECREF(seq);
+    Py_XDECREF(numbers);
+    Py_XDECREF(ring);
+    return entry;
+}

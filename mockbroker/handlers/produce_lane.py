@@ -42,6 +42,7 @@ import os
 import time
 from typing import Any
 
+from mockbroker.faults import journal as journal_module
 from mockbroker.faults.facts import NOTHING_ABOUT
 from mockbroker.faults.journal import PRODUCE_ABOUT, Journal, JournalEntry
 from mockbroker.records.batch import crc32c_function
@@ -142,6 +143,7 @@ if _lane is not None:
     _lane.setup_staging(lane_settings, PRODUCE_ABOUT, TOTAL_CAP, SystemClock, crc32c_function, _load_decompress,
                         MAX_REFRESHES)
     _lane.setup_journal(JournalEntry, Journal)
+    journal_module.use_fast_start(_lane.journal_start)
 
     def _api_versions_body(cluster: Any, version: int) -> bytes:
         """ApiVersions' encoded answer for borrow(): the handler's, which loads with the first one (start

@@ -490,6 +490,8 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
          "borrow(broker, connection, end) -> offset, or ~offset of a frame the lane refused; "                      \
          "borrow(broker, connection, 0, frame) -> 1, 0 or -1 (see produce_lane_staging.h)."},                       \
         {"setup_journal", setup_journal, METH_VARARGS, "setup_journal(JournalEntry, Journal)."},                  \
+        {"journal_start", (PyCFunction)(void (*)(void))journal_start, METH_FASTCALL,                              \
+         "journal_start(journal, *Journal.start's arguments) -> JournalEntry or None (lane_journal.h)."},        \
         {"enable_staging", enable_staging, METH_O, "enable_staging(flag): borrow() answers nothing while off."},  \
         {"staging_taken", staging_taken, METH_NOARGS, "Produce requests borrow() has answered."},               \
         {"setup_api_versions", setup_api_versions, METH_VARARGS, "setup_api_versions(answer_body, about)."},      \
