@@ -36,6 +36,7 @@ setup(
             depends=["mockbroker/protocol/wire_writer.h", "mockbroker/protocol/struct_slots.h",
                      "mockbroker/protocol/wire_reader.h", "mockbroker/protocol/fetch_request_reader.h",
                      "mockbroker/protocol/fetch_from_logs.h", "mockbroker/protocol/fetch_wait.h",
+                     "mockbroker/protocol/fetch_lane.h",
                      "mockbroker/handlers/member_sites.h"],
             include_dirs=["mockbroker/handlers"],
             optional=True,

@@ -34,7 +34,7 @@ C_TESTS = ("tests/broker/test_produce_lane.py", "tests/broker/test_api_versions_
            "tests/broker/test_frame_arena.py", "tests/broker/test_lane_objects.py", "tests/records",
            "tests/protocol/test_fast_produce.py", "tests/protocol/test_fast_fetch.py",
            "tests/protocol/test_fast_fetch_request.py", "tests/protocol/test_fetch_from_logs.py",
-           "tests/broker/test_long_poll.py", "tests/broker/test_journal_start.py")
+           "tests/broker/test_long_poll.py", "tests/broker/test_journal_start.py", "tests/broker/test_fetch_lane.py")
 FLAGS = "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g"
 
 

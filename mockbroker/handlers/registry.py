@@ -42,6 +42,11 @@ class Handler(FrozenSlotted):
 
 
 HANDLERS: dict[int, Handler] = {}
+# api key -> serve(broker, connection, frame, version, correlation_id): the encoded answer (or a Pending
+# one) of the usual request of that key, taken whole before the generated reader and the handler
+# (k01_fetch.serve: Fetch from frame to answer in C), or None and dispatch's usual way runs.  A
+# handler module registers its lane when it loads; dispatch offers it only off SASL listeners.
+LANES: dict[int, Callable[..., Any]] = {}
 
 
 def register(api_key: int, min_version: int, max_version: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

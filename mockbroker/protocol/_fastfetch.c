@@ -18,7 +18,7 @@
 
    answer_from_logs, setup_wanted, wanted_from_request (fetch_from_logs.h): the usual Fetch answered
    straight from the partition logs, frame and all, and its partitions found; setup_wait, park
-   (fetch_wait.h): its long poll; for mockbroker/handlers/k01_fetch.py (tests/protocol/test_fetch_from_logs.py holds them equal to the
+   (fetch_wait.h): its long poll; fetch_lane (fetch_lane.h): all of it from the frame; for mockbroker/handlers/k01_fetch.py (tests/protocol/test_fetch_from_logs.py holds them equal to the
    handler's Python path).
 */
 #define PY_SSIZE_T_CLEAN
@@ -231,6 +231,7 @@ done:
 
 #include "fetch_from_logs.h"
 #include "fetch_wait.h"
+#include "fetch_lane.h"
 
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(*generated classes, hole_threshold): learn where their slots live."},
@@ -247,6 +248,9 @@ static PyMethodDef methods[] = {
     {"park", park, METH_VARARGS,
      "park(ctx, req, wanted, answer, loop, connection, version, correlation_id, broker_id, budget, isolation, "
      "min_bytes, wait_s): a long poll answered from the logs (fetch_wait.h)."},
+    {"fetch_lane", fetch_lane, METH_VARARGS,
+     "fetch_lane(frame, version, correlation_id, topics, topics_by_id, broker_id, fetch_max_bytes, about_kind) -> "
+     "(request, client_id, about, wanted, answer, bytes), or None (fetch_lane.h)."},
     {"setup_wanted", setup_wanted, METH_O, "setup_wanted(Wanted): learn where the handler's Wanted keeps its fields."},
     {"wanted_from_request", wanted_from_request, METH_VARARGS,
      "wanted_from_request(topics, known, broker_id, use_ids) -> [Wanted], or None (fetch_from_logs.h)."},

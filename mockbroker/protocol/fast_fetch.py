@@ -33,6 +33,9 @@ decode: Callable[[memoryview, int, int], tuple[Any, int] | None] | None = None
 answer_from_logs: Callable[[list[Any], int, int, int, int, int], tuple[list[Any], int] | None] | None = None
 _setup_wanted: Callable[[type], None] | None = None
 _setup_wait: Callable[[type, Callable[..., None]], None] | None = None
+# fetch_lane(frame, version, correlation_id, topics, topics_by_id, broker_id, fetch_max_bytes, about_kind):
+# the usual Fetch from its frame (fetch_lane.h), for handlers/k01_fetch.serve; None when not built
+lane: Callable[..., tuple[Any, ...] | None] | None = None
 
 if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
@@ -52,6 +55,7 @@ if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
         answer_from_logs = _fastfetch.answer_from_logs
         _setup_wanted = _fastfetch.setup_wanted
         _setup_wait = _fastfetch.setup_wait
+        lane = _fastfetch.fetch_lane
 
 
 def wanted_reader(wanted: type) -> Callable[[list[Any], dict[Any, Any], int, bool], list[Any] | None] | None:

@@ -408,13 +408,7 @@ static PyObject *new_wanted(PyObject *name, PyObject *topic_id, PyObject *p, PyO
    known (``known``: the cluster's topics by name, or by id from v13) and every partition is one of
    its partitions led by ``broker_id``; None (nothing made) otherwise, and the Python path names what
    is missing.  Authorization is the caller's: it asks only while ACLs are off. */
-static PyObject *wanted_from_request(PyObject *self, PyObject *args) {
-    PyObject *topics, *known;
-    long long broker_id;
-    int use_ids;
-    if (!PyArg_ParseTuple(args, "O!O!Lp:wanted_from_request", &PyList_Type, &topics, &PyDict_Type, &known, &broker_id,
-                          &use_ids))
-        return NULL;
+static PyObject *make_wanted(PyObject *topics, PyObject *known, long long broker_id, int use_ids) {
     if (wanted_layout.type == NULL) Py_RETURN_NONE;
     if (intern_sites() < 0) return NULL;
     PyObject *out = PyList_New(0), *key = NULL, *name = NULL, *topic_id = NULL, *logs = NULL, *parts = NULL;
@@ -466,6 +460,16 @@ static PyObject *wanted_from_request(PyObject *self, PyObject *args) {
     Py_DECREF(out);
     if (ok < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+static PyObject *wanted_from_request(PyObject *self, PyObject *args) {
+    PyObject *topics, *known;
+    long long broker_id;
+    int use_ids;
+    if (!PyArg_ParseTuple(args, "O!O!Lp:wanted_from_request", &PyList_Type, &topics, &PyDict_Type, &known, &broker_id,
+                          &use_ids))
+        return NULL;
+    return make_wanted(topics, known, broker_id, use_ids);
 }
 
 #endif

@@ -29,7 +29,7 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults import inject
 from mockbroker.faults.facts import journal_about, request_facts, response_error_codes
 from mockbroker.handlers import produce_lane
-from mockbroker.handlers.registry import HANDLERS, NO_RESPONSE, Encoded, api_version_keys, handler_for
+from mockbroker.handlers.registry import HANDLERS, LANES, NO_RESPONSE, Encoded, api_version_keys, handler_for
 from mockbroker.plain import Slotted
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import Struct
@@ -150,6 +150,10 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
             answer = produce_lane.serve(broker, conn, frame, version, correlation_id)
             if answer is not None:
                 return answer  # else nothing changed: the usual path below
+    elif api_key in LANES and sasl is None:  # the usual Fetch, frame to answer (k01_fetch.serve)
+        answer = LANES[api_key](broker, conn, frame, version, correlation_id)
+        if answer is not None:
+            return answer  # type: ignore[no-any-return]
     handler = HANDLERS.get(api_key) or handler_for(api_key)
     if handler is None:
         raise CloseConnection(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
