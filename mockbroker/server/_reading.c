@@ -7,7 +7,8 @@
    attributes (members here, slots there), so connection.py reads and writes them alike.  The usual
    read -- nothing queued, the C produce lane's borrow() answers every frame in it -- runs here with no
    Python call at all; the rest calls the connection's own methods, as the twin does:
-   _split_staging (frames the lane left), _failed_inside, _pause_reading and _process.  A large frame
+   _split_staging (frames the lane left: the usual ones, whole and of allowed sizes, are queued here
+   by split_usual instead), _failed_inside, _pause_reading and _process.  A large frame
    read into its own buffer is offered to borrow() whole (a third argument) once it is complete.
    tests/broker/test_framing.py and the ``frames`` fuzz target run both twins.
 */
@@ -149,6 +150,57 @@ static int frame_filled(Reader *self, Py_ssize_t nbytes) {
     return appended < 0 ? -1 : 1;
 }
 
+/* connection._split_staging(pos, end) for the usual read: every frame in staging[pos:end] whole and of an
+   allowed size (``max_request_bytes``), but perhaps a small partial one at the end (at most
+   large_frame bytes announced).  Each whole frame copied out to the queue as a memoryview over bytes
+   (the one at a negative ``pos`` -- ~pos -- marked lane_declined), the partial start kept in _left.
+   1 done, 0 not the usual read (nothing changed: the Python method decides), -1 error. */
+static Py_ssize_t large_frame = 32 * 1024;
+static PyObject *s_max_request_bytes;
+
+static int split_usual(Reader *self, Py_ssize_t pos, Py_ssize_t end) {
+    int declined = pos < 0;
+    if (declined) pos = ~pos;
+    if (!PyMemoryView_Check(self->staging)) return 0;
+    Py_buffer *view = PyMemoryView_GET_BUFFER(self->staging);
+    if (view->itemsize != 1 || view->ndim != 1 || end > view->len || pos > end) return 0;
+    PyObject *limit_obj = PyObject_GetAttr((PyObject *)self, s_max_request_bytes);
+    if (limit_obj == NULL) return -1;
+    long long limit = PyLong_AsLongLong(limit_obj);
+    Py_DECREF(limit_obj);
+    if (limit == -1 && PyErr_Occurred()) return -1;
+    const unsigned char *b = view->buf;
+    Py_ssize_t at = pos;
+    while (end - at >= 4) { /* a first look: anything unusual is the Python method's */
+        int32_t size = (int32_t)(((uint32_t)b[at] << 24) | ((uint32_t)b[at + 1] << 16) | ((uint32_t)b[at + 2] << 8) |
+                                 (uint32_t)b[at + 3]);
+        if (size < 0 || size > limit) return 0;
+        if (end - at - 4 < size) {
+            if (size > large_frame) return 0;
+            break;
+        }
+        at += 4 + (Py_ssize_t)size;
+    }
+    while (end - pos >= 4) {
+        Py_ssize_t size = (Py_ssize_t)(((uint32_t)b[pos] << 24) | ((uint32_t)b[pos + 1] << 16) |
+                                       ((uint32_t)b[pos + 2] << 8) | (uint32_t)b[pos + 3]);
+        if (end - pos - 4 < size) break;
+        PyObject *copy = PyBytes_FromStringAndSize((const char *)b + pos + 4, size);
+        PyObject *frame = copy == NULL ? NULL : PyMemoryView_FromObject(copy);
+        Py_XDECREF(copy);
+        int failed = frame == NULL || (declined && PyObject_SetAttr((PyObject *)self, s_lane_declined, frame) < 0) ||
+                     PyList_Append(self->queue, frame) < 0;
+        Py_XDECREF(frame);
+        if (failed) return -1;
+        declined = 0;
+        pos += 4 + size;
+    }
+    PyObject *left = pos < end ? PyBytes_FromStringAndSize((const char *)b + pos, end - pos) : Py_NewRef(empty_bytes);
+    if (left == NULL) return -1;
+    Py_XSETREF(self->left, left);
+    return 1;
+}
+
 /* buffer_updated(nbytes): the read is in; frames that came whole are answered (by the lane's borrow())
    or queued and handled in order. */
 static PyObject *buffer_updated(Reader *self, PyObject *arg) {
@@ -172,6 +224,9 @@ static PyObject *buffer_updated(Reader *self, PyObject *arg) {
         if (start == end) {
             Py_XSETREF(self->left, Py_NewRef(empty_bytes));
         } else {
+            int split = split_usual(self, start, end);
+            if (split < 0) return NULL;
+            if (split > 0) goto queued;
             PyObject *from = PyLong_FromSsize_t(start), *to = PyLong_FromSsize_t(end);
             PyObject *args[3] = {(PyObject *)self, from, to};
             PyObject *done = from && to ? PyObject_VectorcallMethod(s_split_staging, args, 3, NULL) : NULL;
@@ -182,6 +237,7 @@ static PyObject *buffer_updated(Reader *self, PyObject *arg) {
             if (self->closed) Py_RETURN_NONE;
         }
     }
+queued:
     if (!fields_ready(self)) return NULL; /* the calls above ran Python code */
     if (PyList_GET_SIZE(self->queue) > max_queued_frames) {
         PyObject *done = call_method(self, s_pause_reading, NULL);
@@ -276,13 +332,16 @@ static PyTypeObject ReaderType = {
     .tp_methods = reader_methods,
 };
 
-/* set_limits(max_queued_frames, no_frame): connection.py's MAX_QUEUED_FRAMES (reading pauses past it) and
-   _NO_FRAME (the _frame_view of a connection not reading a large frame). */
+/* set_limits(max_queued_frames, no_frame[, large_frame]): connection.py's MAX_QUEUED_FRAMES (reading pauses
+   past it), _NO_FRAME (the _frame_view of a connection not reading a large frame) and LARGE_FRAME (a
+   partial frame announcing more gets a buffer of its own: _split_staging's Python does that). */
 static PyObject *set_limits(PyObject *module, PyObject *args) {
     Py_ssize_t n;
     PyObject *sentinel;
-    if (!PyArg_ParseTuple(args, "nO:set_limits", &n, &sentinel)) return NULL;
+    Py_ssize_t large = large_frame;
+    if (!PyArg_ParseTuple(args, "nO|n:set_limits", &n, &sentinel, &large)) return NULL;
     max_queued_frames = n;
+    large_frame = large;
     Py_XSETREF(no_frame, Py_NewRef(sentinel));
     Py_RETURN_NONE;
 }
@@ -340,6 +399,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__reading(void) {
     if ((s_lane_declined = PyUnicode_InternFromString("lane_declined")) == NULL ||
         (s_split_staging = PyUnicode_InternFromString("_split_staging")) == NULL ||
+        (s_max_request_bytes = PyUnicode_InternFromString("max_request_bytes")) == NULL ||
         (s_failed_inside = PyUnicode_InternFromString("_failed_inside")) == NULL ||
         (s_pause_reading = PyUnicode_InternFromString("_pause_reading")) == NULL ||
         (s_process = PyUnicode_InternFromString("_process")) == NULL ||

@@ -184,7 +184,7 @@ if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     except ImportError:  # not built (a source checkout without a compiler): the Python twin reads
         pass
     else:
-        _reading.set_limits(MAX_QUEUED_FRAMES, _NO_FRAME)
+        _reading.set_limits(MAX_QUEUED_FRAMES, _NO_FRAME, LARGE_FRAME)
         _Reader = _reading.Reader
         _new_frame = _reading.frame_buffer
         if not _huge_pages_pay():
