@@ -245,7 +245,7 @@ static PyMethodDef methods[] = {
      "answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation) -> (frame, record bytes), or "
      "None when the Python path must answer (fetch_from_logs.h)."},
     {"setup_wait", setup_wait, METH_VARARGS, "setup_wait(Encoded, fallback): what park()'s waiters answer with."},
-    {"park", park, METH_VARARGS,
+    {"park", (PyCFunction)(void (*)(void))park, METH_FASTCALL,
      "park(ctx, req, wanted, answer, loop, connection, version, correlation_id, broker_id, budget, isolation, "
      "min_bytes, wait_s): a long poll answered from the logs (fetch_wait.h)."},
     {"fetch_lane", fetch_lane, METH_VARARGS,

@@ -344,7 +344,10 @@ static PyObject *from_logs(PyObject *wanted, int version, int correlation_id, lo
         result = frame;
         goto done;
     }
-    result = Py_BuildValue("(NL)", frame, (long long)taken);
+    PyObject *bytes = PyLong_FromLongLong(taken);
+    result = bytes == NULL ? NULL : PyTuple_Pack(2, frame, bytes);
+    Py_DECREF(frame);
+    Py_XDECREF(bytes);
     goto done;
 decline:
     if (!PyErr_Occurred()) result = Py_NewRef(Py_None);

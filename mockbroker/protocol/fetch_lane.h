@@ -88,13 +88,11 @@ static PyObject *fetch_lane(PyObject *self, PyObject *args) {
     Py_ssize_t pos;
     PyObject *client_id = header_client_id(view->buf, view->len, version >= 12, &pos);
     if (client_id == NULL) Py_RETURN_NONE;
-    PyObject *request = NULL, *wanted = NULL, *got = NULL, *pairs = NULL, *result = NULL;
-    PyObject *call = Py_BuildValue("(Oni)", frame, pos, version);
-    PyObject *decoded = call == NULL ? NULL : decode_request(NULL, call);
-    Py_XDECREF(call);
-    if (decoded == NULL) goto done;
-    if (decoded == Py_None || PyLong_AsSsize_t(PyTuple_GET_ITEM(decoded, 1)) != view->len) goto decline;
-    request = Py_NewRef(PyTuple_GET_ITEM(decoded, 0));
+    PyObject *wanted = NULL, *got = NULL, *pairs = NULL, *result = NULL, *about = NULL;
+    Py_ssize_t end = 0;
+    PyObject *request = read_request(frame, pos, version, &end);
+    if (request == NULL) goto done;
+    if (request == Py_None || end != view->len) goto decline; /* (bytes after the body: the usual way logs them) */
     int64_t session_id, session_epoch, max_bytes, isolation;
     PyObject *topic_list = QSLOT(request, Q_REQ, QR_TOPICS), *forgotten = QSLOT(request, Q_REQ, QR_FORGOTTEN);
     if (!get_int(QSLOT(request, Q_REQ, QR_SESSION_ID), INT32_MIN, INT32_MAX, &session_id) ||
@@ -111,13 +109,16 @@ static PyObject *fetch_lane(PyObject *self, PyObject *args) {
     if ((got = from_logs(wanted, version, correlation_id, broker_id, budget, (int)isolation)) == NULL) goto done;
     if (got == Py_None) goto decline;
     if ((pairs = journal_pairs(topic_list, by_id, use_ids)) == NULL) goto done;
-    result = Py_BuildValue("(OO(O(OO))OOO)", request, client_id, about_kind, pairs, Py_None, wanted,
-                           PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1));
+    PyObject *inner = PyTuple_Pack(2, pairs, Py_None);
+    about = inner == NULL ? NULL : PyTuple_Pack(2, about_kind, inner);
+    Py_XDECREF(inner);
+    if (about != NULL)
+        result = PyTuple_Pack(6, request, client_id, about, wanted, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1));
     goto done;
 decline:
     if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
 done:
-    Py_XDECREF(decoded);
+    Py_XDECREF(about);
     Py_XDECREF(client_id);
     Py_XDECREF(request);
     Py_XDECREF(wanted);

@@ -148,11 +148,9 @@ static PyObject *read_forgotten(Reader *r, int version) {
     return read_topic_with(r, version, Q_FORGOTTEN, read_index);
 }
 
-static PyObject *decode_request(PyObject *self, PyObject *args) {
-    PyObject *frame;
-    Py_ssize_t pos;
-    int version;
-    if (!PyArg_ParseTuple(args, "Oni:decode_request", &frame, &pos, &version)) return NULL;
+/* The request at frame[pos:] (a new reference, its end in *end), Py_None when not the usual one, NULL on
+   an error that is not the data's (memory). */
+static PyObject *read_request(PyObject *frame, Py_ssize_t pos, int version, Py_ssize_t *end) {
     if (!request_ready || !PyMemoryView_Check(frame) || version < 4 || version > 18) Py_RETURN_NONE;
     Py_buffer *view = PyMemoryView_GET_BUFFER(frame);
     if (view->itemsize != 1 || view->ndim != 1 || !PyBuffer_IsContiguous(view, 'C') || pos < 0 || pos > view->len)
@@ -176,8 +174,8 @@ static PyObject *decode_request(PyObject *self, PyObject *args) {
                           PyLong_FromLong((signed char)isolation), PyLong_FromLong(session_id),
                           PyLong_FromLong(session_epoch), topics, forgotten, rack, Py_NewRef(Py_None)};
     topics = forgotten = rack = NULL; /* build() has them now */
-    PyObject *request = build(Q_REQ, values);
-    if (request != NULL) result = Py_BuildValue("(Nn)", request, r.pos);
+    result = build(Q_REQ, values);
+    *end = r.pos;
 done:
     Py_XDECREF(topics);
     Py_XDECREF(forgotten);
@@ -187,4 +185,14 @@ done:
         PyErr_Clear(); /* a problem in the data: the generated reader will name it */
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
+}
+
+static PyObject *decode_request(PyObject *self, PyObject *args) {
+    PyObject *frame;
+    Py_ssize_t pos, end = 0;
+    int version;
+    if (!PyArg_ParseTuple(args, "Oni:decode_request", &frame, &pos, &version)) return NULL;
+    PyObject *request = read_request(frame, pos, version, &end);
+    if (request == NULL || request == Py_None) return request;
+    return Py_BuildValue("(Nn)", request, end);
 }

@@ -193,14 +193,20 @@ static PyObject *setup_wait(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *park(PyObject *module, PyObject *args) {
-    PyObject *ctx, *req, *wanted, *answer, *loop, *connection;
-    int version, correlation_id, isolation;
-    long long broker_id, budget, min_bytes;
-    double wait_s;
-    if (!PyArg_ParseTuple(args, "OOO!OOOiiLLiLd:park", &ctx, &req, &PyList_Type, &wanted, &answer, &loop, &connection,
-                          &version, &correlation_id, &broker_id, &budget, &isolation, &min_bytes, &wait_s))
+static PyObject *park(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 13 || !PyList_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "park() takes 13 arguments, the third a list");
         return NULL;
+    }
+    PyObject *ctx = args[0], *req = args[1], *wanted = args[2], *answer = args[3], *loop = args[4],
+             *connection = args[5];
+    long long numbers[6]; /* version, correlation_id, broker_id, budget, isolation, min_bytes */
+    for (int i = 0; i < 6; i++)
+        if ((numbers[i] = PyLong_AsLongLong(args[6 + i])) == -1 && PyErr_Occurred()) return NULL;
+    double wait_s = PyFloat_AsDouble(args[12]);
+    if (wait_s == -1.0 && PyErr_Occurred()) return NULL;
+    int version = (int)numbers[0], correlation_id = (int)numbers[1], isolation = (int)numbers[4];
+    long long broker_id = numbers[2], budget = numbers[3], min_bytes = numbers[5];
     if (encoded_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "park() before setup_wait()");
         return NULL;

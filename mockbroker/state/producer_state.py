@@ -84,7 +84,9 @@ class AbortedTxn(FrozenSlotted):
 
 
 class PartitionProducers:
-    """Producer state of one partition."""
+    """Producer state of one partition (slotted: the C lanes read ``open_txns`` and ``aborted`` in place)."""
+
+    __slots__ = ("_aborted_ends", "aborted", "entries", "open_txns")
 
     def __init__(self) -> None:
         self.entries: dict[int, ProducerEntry] = {}
