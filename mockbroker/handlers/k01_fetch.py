@@ -432,6 +432,8 @@ def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_i
         return None
     req, client_id, about, wanted, frame_out, total = got
     journal = cluster.journal
+    if frame_out is None and conn.closed:  # (at the end, and no one to wait for: the usual way answers)
+        return None
     if total >= req.min_bytes or req.max_wait_ms <= 0 or conn.closed:
         if journal.enabled:
             journal.start(cluster.clock.now_ms(), broker.node_id, conn.peer, client_id, conn.client_software, "Fetch",

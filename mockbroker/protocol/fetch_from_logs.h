@@ -138,26 +138,34 @@ static Py_ssize_t first_batch(PyObject *batches, PyObject *bases, int64_t offset
     return last < offset ? i + 1 : i;
 }
 
-/* One partition's answer.  1 written (``*taken`` += its record bytes), 0 not the usual one, -1 error. */
-static int put_from_log(Writer *w, WantedPart *part, int version, int64_t broker_id, int64_t budget, int isolation,
-                        int64_t *taken, Holes *holes) {
-    PyObject *log = part->log, *batches = NULL, *bases = NULL, *producers = NULL, *value = NULL;
-    int64_t leader, epoch, end, start;
+/* Whether the partition is the usual one: led here, its epoch current (or not given), no open
+   transaction, the offset within its log (its end and start in *end, *start).  1, 0 not, -1 error. */
+static int usual_log(WantedPart *part, int version, int64_t broker_id, int64_t *end, int64_t *start) {
+    PyObject *log = part->log;
+    int64_t leader, epoch;
     int ok;
     if ((ok = from_log_int(log, FL_LEADER, &leader)) <= 0) return ok;
     if (leader != broker_id) return 0;
     if ((ok = from_log_int(log, FL_EPOCH, &epoch)) <= 0) return ok;
     if (version >= 9 && part->epoch >= 0 && part->epoch != epoch) return 0;
-    if ((ok = from_log_int(log, FL_NEXT, &end)) <= 0 || (ok = from_log_int(log, FL_START, &start)) <= 0) return ok;
-    if (part->offset < start || part->offset > end) return 0;
+    if ((ok = from_log_int(log, FL_NEXT, end)) <= 0 || (ok = from_log_int(log, FL_START, start)) <= 0) return ok;
+    if (part->offset < *start || part->offset > *end) return 0;
+    PyObject *producers = from_log_get(log, FL_PRODUCERS);
+    PyObject *open_txns = producers == NULL ? NULL : from_log_get(producers, FP_OPEN_TXNS);
+    int open = open_txns == NULL ? -1 : PyObject_IsTrue(open_txns);
+    Py_XDECREF(producers);
+    Py_XDECREF(open_txns);
+    return open < 0 ? -1 : !open; /* an open transaction: its last stable offset is the Python path's */
+}
+
+/* One partition's answer.  1 written (``*taken`` += its record bytes), 0 not the usual one, -1 error. */
+static int put_from_log(Writer *w, WantedPart *part, int version, int64_t broker_id, int64_t budget, int isolation,
+                        int64_t *taken, Holes *holes) {
+    PyObject *log = part->log, *batches = NULL, *bases = NULL, *producers = NULL, *value = NULL;
+    int64_t end, start;
+    int ok = usual_log(part, version, broker_id, &end, &start);
+    if (ok <= 0) return ok;
     ok = -1;
-    if ((producers = from_log_get(log, FL_PRODUCERS)) == NULL || (value = from_log_get(producers, FP_OPEN_TXNS)) == NULL)
-        goto done;
-    int open = PyObject_IsTrue(value);
-    if (open != 0) { /* an open transaction: its last stable offset is the Python path's */
-        ok = open < 0 ? -1 : 0;
-        goto done;
-    }
     Py_ssize_t first = 0, last = 0; /* the batches [first, last) */
     int64_t size = 0;
     Py_ssize_t record_bytes = 0;
@@ -192,7 +200,11 @@ static int put_from_log(Writer *w, WantedPart *part, int version, int64_t broker
             size += batch_size;
         }
         if (isolation && last > first) { /* aborted transactions to list: the Python path does */
-            Py_SETREF(value, from_log_get(producers, FP_ABORTED));
+            if ((producers = from_log_get(log, FL_PRODUCERS)) == NULL) {
+                ok = -1;
+                goto done;
+            }
+            value = from_log_get(producers, FP_ABORTED);
             ok = value == NULL ? -1 : 0;
             if (value == NULL || !PyList_CheckExact(value) || PyList_GET_SIZE(value) != 0) goto done;
         }
@@ -274,6 +286,23 @@ static PyObject *frame_of(Writer *w, Holes *holes) {
 fail:
     Py_DECREF(frame);
     return NULL;
+}
+
+/* Whether every partition of ``wanted`` is the usual one and read at its log's end (nothing to read
+   yet: a long poll waits): 1, 0 not, -1 error. */
+static int usual_at_end(PyObject *wanted, int version, long long broker_id) {
+    int ok = PyList_GET_SIZE(wanted) > 0;
+    for (Py_ssize_t i = 0; ok > 0 && i < PyList_GET_SIZE(wanted); i++) {
+        WantedPart part = {NULL, NULL, NULL, 0, 0, 0, 0};
+        int64_t end, start;
+        if ((ok = read_wanted(PyList_GET_ITEM(wanted, i), &part)) > 0 &&
+            (ok = usual_log(&part, version, broker_id, &end, &start)) > 0)
+            ok = part.offset == end;
+        Py_XDECREF(part.name);
+        Py_XDECREF(part.topic_id);
+        Py_XDECREF(part.log);
+    }
+    return ok;
 }
 
 /* answer_from_logs with its arguments: a new reference to (frame, bytes) or None; NULL on error. */

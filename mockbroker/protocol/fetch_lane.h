@@ -8,14 +8,15 @@
        partition found by wanted_from_request and read by from_logs: the decoded request, its client
        id, what the journal keeps of it (``(about_kind, (pairs, None))``, as faults.facts.journal_about
        makes it: each topic's name and its partitions in the request's order), the handler's Wanted
-       list, and from_logs' frame and record bytes.  None otherwise, having changed nothing: the
+       list, and from_logs' frame and record bytes (None and 0 when every partition is read at its end
+       and the request would wait: nothing is written for it).  None otherwise, having changed nothing: the
        request takes the usual way (dispatch, the generated reader where the C one declines, the
        handler), which names any problem.  The caller decides between answering now and waiting
        (mockbroker/handlers/k01_fetch.serve). */
 #ifndef MOCKBROKER_FETCH_LANE_H
 #define MOCKBROKER_FETCH_LANE_H
 
-enum { QR_MAX_BYTES = 5, QR_ISOLATION = 6, QR_SESSION_ID = 7, QR_SESSION_EPOCH = 8, QR_TOPICS = 9, QR_FORGOTTEN = 10 };
+enum { QR_MAX_WAIT = 3, QR_MIN_BYTES = 4, QR_MAX_BYTES = 5, QR_ISOLATION = 6, QR_SESSION_ID = 7, QR_SESSION_EPOCH = 8, QR_TOPICS = 9, QR_FORGOTTEN = 10 };
 enum { QT_TOPIC = 0, QT_ID = 1, QT_PARTS = 2 };
 enum { QP_PARTITION = 0 };
 
@@ -106,7 +107,18 @@ static PyObject *fetch_lane(PyObject *self, PyObject *args) {
     if ((wanted = make_wanted(topic_list, use_ids ? by_id : topics, broker_id, use_ids)) == NULL) goto done;
     if (wanted == Py_None) goto decline;
     long long budget = max_bytes < fetch_max_bytes ? max_bytes : fetch_max_bytes;
-    if ((got = from_logs(wanted, version, correlation_id, broker_id, budget, (int)isolation)) == NULL) goto done;
+    int64_t max_wait, min_bytes;
+    int waits = get_int(QSLOT(request, Q_REQ, QR_MAX_WAIT), INT32_MIN, INT32_MAX, &max_wait) &&
+                get_int(QSLOT(request, Q_REQ, QR_MIN_BYTES), INT32_MIN, INT32_MAX, &min_bytes) && max_wait > 0 &&
+                min_bytes > 0;
+    int at_end = waits ? usual_at_end(wanted, version, broker_id) : 0;
+    if (at_end < 0) goto done;
+    if (at_end) { /* it will wait: no answer to write yet */
+        got = Py_BuildValue("(On)", Py_None, (Py_ssize_t)0);
+    } else if ((got = from_logs(wanted, version, correlation_id, broker_id, budget, (int)isolation)) == NULL) {
+        goto done;
+    }
+    if (got == NULL) goto done;
     if (got == Py_None) goto decline;
     if ((pairs = journal_pairs(topic_list, by_id, use_ids)) == NULL) goto done;
     PyObject *inner = PyTuple_Pack(2, pairs, Py_None);
