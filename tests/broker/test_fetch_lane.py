@@ -6,7 +6,6 @@ usual way (sessions, unknown or foreign partitions, versions before 4, ACLs) is 
 from __future__ import annotations
 
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +19,7 @@ from mockbroker.handlers import k01_fetch
 from mockbroker.handlers.registry import LANES
 from mockbroker.protocol import api
 
-from .wire import WireClient, fetch_body, produce_body
+from .wire import WireClient, fetch_body, produce_body, read_frame
 
 pytestmark = pytest.mark.skipif(k01_fetch._LANE is None or 1 not in LANES,
                                 reason="the C extension is not built (or MOCKBROKER_PURE_PYTHON is set)")
@@ -58,17 +57,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def raw_call(port: int, version: int, body: Any, correlation_id: int = 7) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(api.to_bytes(api.encode_request(1, version, correlation_id, body, "lane-test")))
-        head = _exactly(sock, 4)
-        return head + _exactly(sock, struct.unpack(">i", head)[0])
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        assert chunk, "connection closed"
-        out += chunk
-    return out
+        return read_frame(sock)
 
 
 def request(version: int, cluster: MockCluster, wanted: list[tuple[str, list[tuple[int, int]]]], max_wait_ms: int = 0,

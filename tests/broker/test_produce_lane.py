@@ -29,6 +29,7 @@ from mockbroker.handlers import produce_lane
 from mockbroker.protocol import api
 from mockbroker.server import dispatch, warm_up
 from mockbroker.state.clock import ManualClock
+from tests.broker.wire import read_frame
 from tests.records.helpers import fix_v2_crc
 
 pytestmark = pytest.mark.skipif(not produce_lane.available(),
@@ -130,18 +131,6 @@ def _request(rng: random.Random, version: int, now: int, led_here: dict[str, lis
     return api.to_bytes(api.encode_request(0, version, rng.randint(0, 1 << 30), body, client_id))
 
 
-def _answer(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            assert chunk, "connection closed"
-            out += chunk
-        return out
-    head = exactly(4)
-    return head + exactly(struct.unpack(">i", head)[0])
-
-
 def _stored(cluster: MockCluster) -> dict[str, Any]:
     return _stored_state(cluster.state)
 
@@ -228,10 +217,10 @@ def test_lane_answers_and_stores_what_the_handler_does(pair: tuple[MockCluster, 
             frame = _request(rng, version, now, led_here, seqs)
             _set_lane(monkeypatch, True)
             a.sendall(frame)
-            got_lane = _answer(a) if _expects_answer(frame, version) else None
+            got_lane = read_frame(a) if _expects_answer(frame, version) else None
             _set_lane(monkeypatch, False)
             b.sendall(frame)
-            got_handler = _answer(b) if _expects_answer(frame, version) else None
+            got_handler = read_frame(b) if _expects_answer(frame, version) else None
             assert _same(got_lane, got_handler, version), f"request {i} (v{version}) answered differently"
         _set_lane(monkeypatch, True)
     assert lane.call(_stored, lane) == handler.call(_stored, handler)
@@ -270,7 +259,7 @@ def test_pipelined_frames_keep_their_order(pair: tuple[MockCluster, MockCluster,
             for on, sock in ((True, a), (False, b)):
                 _set_lane(monkeypatch, on)
                 sock.sendall(stream)
-                got.append([_answer(sock) for flag in answered if flag])
+                got.append([read_frame(sock) for flag in answered if flag])
             expected = [f for f, flag in zip(frames, answered, strict=True) if flag]
             assert len(got[0]) == len(got[1]) == len(expected)
             for i, (one, other, frame) in enumerate(zip(*got, expected, strict=True)):

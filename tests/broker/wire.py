@@ -58,6 +58,20 @@ class WireClient:
         self.close()
 
 
+def read_frame(sock: socket.socket) -> bytes:
+    """One whole response frame from ``sock``, its size prefix included."""
+    def exactly(n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = sock.recv(n - len(out))
+            assert chunk, "connection closed"
+            out += chunk
+        return out
+
+    head = exactly(4)
+    return head + exactly(struct.unpack(">i", head)[0])
+
+
 def produce_body(version: int, topic: str, partition: int, records: bytes | None, acks: int = 1,
                  topic_id: bytes = b"\x00" * 16) -> Any:
     m = api.request_module(0)
