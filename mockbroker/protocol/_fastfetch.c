@@ -16,8 +16,8 @@
 
    tests/protocol/test_fast_fetch.py holds it equal to the generated writer.
 
-   answer_from_logs, setup_wanted, wanted_from_request (fetch_from_logs.h): the usual Fetch answered
-   straight from the partition logs, frame and all, and its partitions found; setup_wait, park
+   answer_from_logs (fetch_from_logs.h), setup_wanted, wanted_from_request (fetch_wanted.h): the usual
+   Fetch answered straight from the partition logs, frame and all, and its partitions found; setup_wait, park
    (fetch_wait.h): its long poll; fetch_lane (fetch_lane.h): all of it from the frame; for mockbroker/handlers/k01_fetch.py (tests/protocol/test_fetch_from_logs.py holds them equal to the
    handler's Python path).
 */
@@ -230,6 +230,7 @@ done:
 }
 
 #include "fetch_from_logs.h"
+#include "fetch_wanted.h"
 #include "fetch_wait.h"
 #include "fetch_lane.h"
 
