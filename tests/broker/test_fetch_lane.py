@@ -5,10 +5,12 @@ usual way (sessions, unknown or foreign partitions, versions before 4, ACLs) is 
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -153,3 +155,23 @@ def test_what_the_lane_leaves_is_answered_the_usual_way(cluster: MockCluster, co
         out_of_range = c.call(1, 12, fetch_body("t", 0, 99)).responses[0].partitions[0]
         assert out_of_range.error_code == 1  # OFFSET_OUT_OF_RANGE
     assert counted[0] == 0
+
+
+def test_random_usual_fetches_are_answered_as_the_usual_way_answers(cluster: MockCluster, counted: list[int]) -> None:
+    """Random fetches (versions, topics in any order, offsets anywhere in or at the end of the logs,
+    budgets, isolation levels) over one connection, lane and usual way side by side."""
+    rng = random.Random(11)
+    port = cluster.brokers[0].port
+    ends = {(name, p): cluster.state.partition(name, p).next_offset for name, count in (("t", 3), ("u", 1))
+            for p in range(count)}
+    for case in range(60):
+        version = rng.randrange(4, 19)
+        wanted = []
+        for name in rng.sample(["t", "u"], rng.randrange(1, 3)):
+            parts = rng.sample(range(3 if name == "t" else 1), rng.randrange(1, 4 if name == "t" else 2))
+            wanted.append((name, [(p, rng.randrange(ends[(name, p)] + 1)) for p in parts]))
+        body = request(version, cluster, wanted, max_bytes=rng.choice((1, 300, 3000, 1 << 20)),
+                       partition_max=rng.choice((1, 200, 1 << 20)), isolation=rng.choice((0, 1)))
+        (lane, lane_journal), (usual, usual_journal) = both_ways(cluster, partial(raw_call, port, version, body, case))
+        assert (lane, lane_journal) == (usual, usual_journal), f"case {case}: v{version} {wanted}"
+    assert counted[0] == 60
