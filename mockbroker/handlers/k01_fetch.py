@@ -17,11 +17,13 @@ Behavior:
   offset of the oldest open transaction), and the aborted transactions overlapping the returned
   offsets so the client can drop their records. Every answer (v4+) carries the last stable offset.
 
-The usual fetch -- no session, every partition known, led here, its epoch current, no open
-transaction, the offset within its log -- is read and encoded frame and all in C
-(fast_fetch.answer_from_logs: the same bytes as _collect, _build and the encoder make), its partitions
-made into Wanted in C too while ACLs are off, and a long poll's wake answers the same way; with fault
-rules or client quotas (which see or measure the answer), or anything else, the Python below answers.
+The usual fetch -- every partition known, led here, its epoch current, no open transaction, the
+offset within its log -- is read and encoded frame and all in C (fast_fetch.answer_from_logs: the same
+bytes as _collect, _build and the encoder make, a session's states set as _build sets them), its
+partitions made into Wanted in C too while ACLs are off, and a long poll's wake answers the same way
+(without a session the long poll itself waits in C, fetch_wait.h); with fault rules or client quotas
+(which see or measure the answer), or anything else, the Python below answers.  Without a session,
+dispatch offers the frame to :func:`serve` (the Fetch lane) before any of this.
 
 Version notes: v0-1 are served magic 0 and v2-3 magic 1, down-converted from the stored magic-2
 batches (headers dropped); v4 adds isolation level, last stable offset and aborted transactions;
@@ -286,18 +288,19 @@ def handle(ctx: Any, req: Any) -> Any:
         wanted, session, incremental = _resolve(ctx, req)
     except KafkaError as exc:
         return RESP.FetchResponse(error_code=exc.code, session_id=0, responses=[])
-    fast = session is None and _FROM_LOGS is not None and _unwatched(ctx)
+    fast = _FROM_LOGS is not None and _unwatched(ctx)
     if fast:
-        budget = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"])  # (as _collect)
-        got = _FROM_LOGS(wanted, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget,  # type: ignore[misc]
-                         req.isolation_level)
+        waits = req.min_bytes > 0 and req.max_wait_ms > 0 and not ctx.connection.closed
+        got = _from_logs(ctx, req, wanted, session, incremental, req.min_bytes if waits else 0)
         if got is not None:  # every partition the usual one
-            frame, total = got
-            if total >= req.min_bytes or req.max_wait_ms <= 0 or ctx.connection.closed:
-                return Encoded(frame)
+            if got[0] is not None:
+                return Encoded(got[0])
+            if session is not None:  # (fewer than min_bytes yet) a session's long poll waits in Python
+                return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[misc]
             answer = Pending()  # its long poll, in C (fetch_wait.h: _LongPoll's twin)
             _PARK(ctx, req, wanted, answer, ctx.broker.loop or asyncio.get_running_loop(),  # type: ignore[misc]
-                  ctx.connection, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget, req.isolation_level,
+                  ctx.connection, ctx.api_version, ctx.correlation_id, ctx.broker_id,
+                  min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"]), req.isolation_level,
                   req.min_bytes, min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000)
             return answer
     if req.min_bytes > 0 and req.max_wait_ms > 0 and _all_at_the_end(wanted, ctx.api_version) \
@@ -318,12 +321,19 @@ def _unwatched(ctx: Any) -> bool:
     return ctx.api_version >= 4 and not cluster.faults.rules and not cluster.quotas.enabled
 
 
-def _from_logs(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[Any], int] | None:
+def _from_logs(ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None, incremental: bool,
+               min_bytes: int) -> tuple[list[Any] | None, int] | None:
     """The answer's frame and record bytes when every partition is the usual one, read and encoded in C
-    (fast_fetch.answer_from_logs); None, and the Python path answers."""
+    (fast_fetch.answer_from_logs), with the session's states set as :func:`_build` sets them; (None,
+    bytes) while fewer than ``min_bytes`` are there (nothing changed); None, and the Python path answers."""
     budget = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"])  # (as _collect)
+    if session is None:
+        return _FROM_LOGS(wanted, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget,  # type: ignore[misc]
+                          req.isolation_level, min_bytes)
+    kept = session.partitions
     return _FROM_LOGS(wanted, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget,  # type: ignore[misc]
-                      req.isolation_level)
+                      req.isolation_level, min_bytes, session.session_id,
+                      [kept.get((w.name, w.partition)) for w in wanted], incremental)
 
 
 def _answer_in_python(ctx: Any, req: Any, wanted: list[Wanted], answer: Pending, expired: bool) -> None:
@@ -391,9 +401,10 @@ class _LongPoll:
         if self.answer.state:  # answered or cancelled meanwhile
             return
         if self.fast:
-            got = _from_logs(self.ctx, self.req, self.wanted)
+            got = _from_logs(self.ctx, self.req, self.wanted, self.session, self.incremental,
+                             0 if self.ctx.connection.closed else self.req.min_bytes)
             if got is not None:
-                if got[1] >= self.req.min_bytes or self.ctx.connection.closed:
+                if got[0] is not None:
                     self.answer.settle(Encoded(got[0]))
                 return
         parts, total, errors = _collect(self.ctx, self.req, self.wanted)
@@ -402,7 +413,7 @@ class _LongPoll:
 
     def _expire(self) -> None:
         if not self.answer.state:
-            got = _from_logs(self.ctx, self.req, self.wanted) if self.fast else None
+            got = _from_logs(self.ctx, self.req, self.wanted, self.session, self.incremental, 0) if self.fast else None
             if got is not None:
                 self.answer.settle(Encoded(got[0]))
                 return

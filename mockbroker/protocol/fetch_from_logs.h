@@ -1,15 +1,19 @@
 /* A usual Fetch answered straight from the partition logs (included by _fastfetch.c).
 
-   answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation)
-       ``wanted``: the handler's list of Wanted (mockbroker/handlers/k01_fetch.py), in the request's
-       order, for a fetch without a session.  When every partition is the usual one -- found and led
-       by ``broker_id``, its leader epoch current (or not given), no open transaction on it, the fetch
+   answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation[, min_bytes, session_id,
+                    states, incremental])
+       ``wanted``: the handler's list of Wanted (mockbroker/handlers/k01_fetch.py), in the order the
+       handler answers them.  When every partition is the usual one -- found and led by
+       ``broker_id``, its leader epoch current (or not given), no open transaction on it, the fetch
        offset within the log -- gives (frame, bytes): the whole response frame as the buffers to write
        (what api.encode_response gives for the answer k01_fetch._collect and _build would make: the
        same bytes, stored record buffers over the hole threshold not copied) and how many record
-       bytes it holds.  Otherwise None, having changed nothing: the Python path answers, and names
-       every error.  A read_committed read whose partition ever had an aborted transaction is left
-       to Python too (it lists them).
+       bytes it holds; (None, bytes) when fewer than ``min_bytes`` are there (nothing written or
+       changed: the fetch waits on).  Otherwise None, having changed nothing: the Python path
+       answers, and names every error.  A read_committed read whose partition ever had an aborted
+       transaction is left to Python too (it lists them).  With a session, ``states`` holds each
+       partition's SessionPartition (or None): an incremental answer leaves out the partitions with
+       nothing new, and every state is set to what was answered, as _build does.
 
    Reads follow PartitionLog.read: whole batches from the one holding the fetch offset, within the
    partition's max_bytes and what is left of ``budget`` (the request's max_bytes capped by the
@@ -32,12 +36,26 @@ static const char *const FROM_LOG_NAMES[FROM_LOG_SITES] = {
     "topic", "topic_id", "partitions", "partition", "current_leader_epoch", "fetch_offset", "partition_max_bytes",
     "name", "topic_id", "partitions"};
 static PyObject *from_log_names[FROM_LOG_SITES];
+static PyObject *zero_int = NULL, *s_last_sent = NULL;
 static MemberSite from_log_sites[FROM_LOG_SITES];
 
 typedef struct {
     PyObject *name, *topic_id, *log; /* new references */
     int64_t partition, offset, max_bytes, epoch;
+    /* what plan_from_log found: the log's end and start, the batches [first, last) of ``batches`` (a
+       new reference while some are read) with their size and their buffers' bytes */
+    PyObject *batches;
+    int64_t end, start, size;
+    Py_ssize_t first, last, record_bytes;
+    int included; /* in the answer (an incremental session's answer leaves unchanged partitions out) */
 } WantedPart;
+
+static void drop_part(WantedPart *part) {
+    Py_CLEAR(part->name);
+    Py_CLEAR(part->topic_id);
+    Py_CLEAR(part->log);
+    Py_CLEAR(part->batches);
+}
 
 typedef struct {
     Py_ssize_t at;
@@ -158,18 +176,18 @@ static int usual_log(WantedPart *part, int version, int64_t broker_id, int64_t *
     return open < 0 ? -1 : !open; /* an open transaction: its last stable offset is the Python path's */
 }
 
-/* One partition's answer.  1 written (``*taken`` += its record bytes), 0 not the usual one, -1 error. */
-static int put_from_log(Writer *w, WantedPart *part, int version, int64_t broker_id, int64_t budget, int isolation,
-                        int64_t *taken, Holes *holes) {
+/* What one partition's answer holds, read as PartitionLog.read reads (the first batch of the answer
+   even when larger than what is left).  1 (``*taken`` += its batches' size), 0 not the usual one, -1 error. */
+static int plan_from_log(WantedPart *part, int version, int64_t broker_id, int64_t budget, int isolation,
+                         int64_t *taken) {
     PyObject *log = part->log, *batches = NULL, *bases = NULL, *producers = NULL, *value = NULL;
-    int64_t end, start;
-    int ok = usual_log(part, version, broker_id, &end, &start);
+    int ok = usual_log(part, version, broker_id, &part->end, &part->start);
     if (ok <= 0) return ok;
     ok = -1;
-    Py_ssize_t first = 0, last = 0; /* the batches [first, last) */
+    Py_ssize_t first = 0, last = 0;
     int64_t size = 0;
     Py_ssize_t record_bytes = 0;
-    if (part->offset < end) {
+    if (part->offset < part->end) {
         if ((batches = from_log_get(log, FL_BATCHES)) == NULL || (bases = from_log_get(log, FL_BASES)) == NULL) goto done;
         ok = 0;
         if (!PyList_CheckExact(batches) || !PyList_CheckExact(bases)) goto done;
@@ -210,18 +228,38 @@ static int put_from_log(Writer *w, WantedPart *part, int version, int64_t broker
         }
     }
     ok = 0;
-    if (!put_int(w, part->partition, 4) || !put_int(w, 0, 2) || !put_int(w, end, 8) || !put_int(w, end, 8)) goto done;
-    if (version >= 5 && !put_int(w, start, 8)) goto done;
-    if (!put_size(w, isolation ? 0 : -1, 1)) goto done; /* aborted transactions: none, or null */
-    if (version >= 11 && !put_int(w, -1, 4)) goto done; /* no preferred read replica */
-    if (!w->flexible && record_bytes > INT32_MAX) goto done;
-    if (!put_size(w, record_bytes, 1)) goto done;
-    for (Py_ssize_t i = first; i < last; i++) {
-        PyObject *buffers = from_log_get(PyList_GET_ITEM(batches, i), FB_BUFFERS);
+    if (record_bytes > INT32_MAX) goto done;
+    part->first = first;
+    part->last = last;
+    part->size = size;
+    part->record_bytes = record_bytes;
+    part->included = 1;
+    if (last > first) part->batches = Py_NewRef(batches);
+    *taken += size;
+    ok = 1;
+done:
+    Py_XDECREF(batches);
+    Py_XDECREF(bases);
+    Py_XDECREF(producers);
+    Py_XDECREF(value);
+    return ok;
+}
+
+/* One planned partition's answer written.  1, 0 not the usual one, -1 error. */
+static int put_planned(Writer *w, WantedPart *part, int version, int isolation, Holes *holes) {
+    if (!put_int(w, part->partition, 4) || !put_int(w, 0, 2) || !put_int(w, part->end, 8) ||
+        !put_int(w, part->end, 8))
+        return 0;
+    if (version >= 5 && !put_int(w, part->start, 8)) return 0;
+    if (!put_size(w, isolation ? 0 : -1, 1)) return 0; /* aborted transactions: none, or null */
+    if (version >= 11 && !put_int(w, -1, 4)) return 0;  /* no preferred read replica */
+    if (!put_size(w, part->record_bytes, 1)) return 0;
+    for (Py_ssize_t i = part->first; i < part->last; i++) {
+        PyObject *buffers = from_log_get(PyList_GET_ITEM(part->batches, i), FB_BUFFERS);
         if (buffers == NULL || !PyTuple_CheckExact(buffers)) {
-            ok = buffers == NULL ? -1 : 0;
+            int ok = buffers == NULL ? -1 : 0;
             Py_XDECREF(buffers);
-            goto done;
+            return ok;
         }
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(buffers); k++) {
             PyObject *chunk = PyTuple_GET_ITEM(buffers, k);
@@ -236,20 +274,12 @@ static int put_from_log(Writer *w, WantedPart *part, int version, int64_t broker
             }
             if (!kept) {
                 Py_DECREF(buffers);
-                goto done;
+                return 0;
             }
         }
         Py_DECREF(buffers);
     }
-    if (w->flexible && !put_uvarint(w, 0)) goto done;
-    *taken += size;
-    ok = 1;
-done:
-    Py_XDECREF(batches);
-    Py_XDECREF(bases);
-    Py_XDECREF(producers);
-    Py_XDECREF(value);
-    return ok;
+    return !w->flexible || put_uvarint(w, 0);
 }
 
 /* The frame's buffers: the written bytes with the holes' buffers between them (api._framed). */
@@ -288,35 +318,47 @@ fail:
     return NULL;
 }
 
-/* Whether every partition of ``wanted`` is the usual one and read at its log's end (nothing to read
-   yet: a long poll waits): 1, 0 not, -1 error. */
-static int usual_at_end(PyObject *wanted, int version, long long broker_id) {
-    int ok = PyList_GET_SIZE(wanted) > 0;
-    for (Py_ssize_t i = 0; ok > 0 && i < PyList_GET_SIZE(wanted); i++) {
-        WantedPart part = {NULL, NULL, NULL, 0, 0, 0, 0};
-        int64_t end, start;
-        if ((ok = read_wanted(PyList_GET_ITEM(wanted, i), &part)) > 0 &&
-            (ok = usual_log(&part, version, broker_id, &end, &start)) > 0)
-            ok = part.offset == end;
-        Py_XDECREF(part.name);
-        Py_XDECREF(part.topic_id);
-        Py_XDECREF(part.log);
+/* An incremental session's answer leaves out the partitions whose (high watermark, last stable offset,
+   log start, error) is what the session last sent and that have nothing to read (k01_fetch._build);
+   ``states``: the session's SessionPartition of each wanted partition (or None).  The new states are
+   made here (``fresh``: a tuple each, or NULL where there is no SessionPartition) and set once the
+   answer is written.  0, or -1 on error. */
+static int session_changes(WantedPart *parts, Py_ssize_t count, PyObject *states, int incremental,
+                           PyObject **fresh) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *sp = PyList_GET_ITEM(states, i);
+        if (sp == Py_None) continue;
+        PyObject *end = PyLong_FromLongLong(parts[i].end), *start = PyLong_FromLongLong(parts[i].start);
+        fresh[i] = end && start ? PyTuple_Pack(4, end, end, start, zero_int) : NULL;
+        Py_XDECREF(end);
+        Py_XDECREF(start);
+        PyObject *sent = fresh[i] == NULL ? NULL : PyObject_GetAttr(sp, s_last_sent);
+        int same = sent == NULL ? -1 : PyObject_RichCompareBool(sent, fresh[i], Py_EQ);
+        Py_XDECREF(sent);
+        if (same < 0) return -1;
+        if (incremental && same && parts[i].last == parts[i].first) parts[i].included = 0;
     }
-    return ok;
+    return 0;
 }
 
-/* answer_from_logs with its arguments: a new reference to (frame, bytes) or None; NULL on error. */
+/* answer_from_logs with its arguments: a new reference to (frame, bytes), (None, bytes) when fewer than
+   ``min_bytes`` are there (nothing written or changed), or None; NULL on error. */
 static PyObject *from_logs(PyObject *wanted, int version, int correlation_id, long long broker_id, long long budget,
-                           int isolation) {
+                           int isolation, long long min_bytes, long long session_id, PyObject *states,
+                           int incremental) {
     Py_ssize_t count = PyList_GET_SIZE(wanted);
     if (!ready || version < 4 || version > 18 || count == 0) Py_RETURN_NONE;
+    if (states != Py_None && (!PyList_CheckExact(states) || PyList_GET_SIZE(states) != count)) Py_RETURN_NONE;
     if (intern_sites() < 0) return NULL;
+    if (zero_int == NULL && (zero_int = PyLong_FromLong(0)) == NULL) return NULL;
+    if (s_last_sent == NULL && (s_last_sent = PyUnicode_InternFromString("last_sent")) == NULL) return NULL;
     WantedPart *parts = PyMem_Calloc(count, sizeof(WantedPart));
     Py_ssize_t *heads = PyMem_Malloc(count * sizeof(Py_ssize_t)); /* where each topic's partitions start */
+    PyObject **fresh = states != Py_None ? PyMem_Calloc(count, sizeof(PyObject *)) : NULL;
     Writer w = {PyMem_Malloc(256), 0, 256, version >= 12};
     Holes holes = {NULL, 0, 0, 0};
     PyObject *result = NULL;
-    if (parts == NULL || heads == NULL || w.buf == NULL) {
+    if (parts == NULL || heads == NULL || w.buf == NULL || (states != Py_None && fresh == NULL)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -342,28 +384,47 @@ static PyObject *from_logs(PyObject *wanted, int version, int correlation_id, lo
         }
         heads[topics++] = i;
     }
-    if (ok <= 0) goto decline;
     int64_t taken = 0;
+    for (Py_ssize_t i = 0; ok > 0 && i < count; i++) ok = plan_from_log(&parts[i], version, broker_id, budget, isolation, &taken);
+    if (ok <= 0) goto decline;
+    if (taken < min_bytes) { /* not yet: nothing to write, nothing changed */
+        PyObject *bytes = PyLong_FromLongLong(taken);
+        result = bytes == NULL ? NULL : PyTuple_Pack(2, Py_None, bytes);
+        Py_XDECREF(bytes);
+        goto done;
+    }
+    if (states != Py_None && session_changes(parts, count, states, incremental, fresh) < 0) goto done;
+    Py_ssize_t answered_topics = 0;
+    for (Py_ssize_t t = 0; t < topics; t++) {
+        Py_ssize_t to = t + 1 < topics ? heads[t + 1] : count;
+        for (Py_ssize_t i = heads[t]; i < to; i++)
+            if (parts[i].included) {
+                answered_topics++;
+                break;
+            }
+    }
     if (!put_int(&w, 0, 4) || !put_int(&w, correlation_id, 4) || (w.flexible && !put_uvarint(&w, 0)) ||
-        !put_int(&w, 0, 4) || (version >= 7 && (!put_int(&w, 0, 2) || !put_int(&w, 0, 4))) ||
-        !put_size(&w, topics, 1))
+        !put_int(&w, 0, 4) || (version >= 7 && (!put_int(&w, 0, 2) || !put_int(&w, session_id, 4))) ||
+        !put_size(&w, answered_topics, 1))
         goto decline;
-    for (Py_ssize_t i = 0; i < count;) {
-        Py_ssize_t group = i + 1;
-        while (group < count && same_name(parts[group].name, parts[i].name) > 0) group++;
+    for (Py_ssize_t t = 0; t < topics; t++) {
+        Py_ssize_t from = heads[t], to = t + 1 < topics ? heads[t + 1] : count, included = 0;
+        for (Py_ssize_t i = from; i < to; i++) included += parts[i].included;
+        if (included == 0) continue;
         if (version >= 13) {
-            PyObject *id = parts[i].topic_id;
+            PyObject *id = parts[from].topic_id;
             if (!PyBytes_CheckExact(id) || PyBytes_GET_SIZE(id) != 16 || !grow(&w, 16)) goto decline;
             memcpy(w.buf + w.len, PyBytes_AS_STRING(id), 16);
             w.len += 16;
-        } else if (!put_string(&w, parts[i].name, 0)) {
+        } else if (!put_string(&w, parts[from].name, 0)) {
             goto decline;
         }
-        if (!put_size(&w, group - i, 1)) goto decline;
-        for (; i < group; i++) {
-            int done = put_from_log(&w, &parts[i], version, broker_id, budget, isolation, &taken, &holes);
-            if (done < 0) goto done;
-            if (done == 0) goto decline;
+        if (!put_size(&w, included, 1)) goto decline;
+        for (Py_ssize_t i = from; i < to; i++) {
+            if (!parts[i].included) continue;
+            int written = put_planned(&w, &parts[i], version, isolation, &holes);
+            if (written < 0) goto done;
+            if (written == 0) goto decline;
         }
         if (w.flexible && !put_uvarint(&w, 0)) goto decline;
     }
@@ -373,6 +434,11 @@ static PyObject *from_logs(PyObject *wanted, int version, int correlation_id, lo
         result = frame;
         goto done;
     }
+    for (Py_ssize_t i = 0; fresh != NULL && i < count; i++) /* the session's states, as _build sets them */
+        if (fresh[i] != NULL && PyObject_SetAttr(PyList_GET_ITEM(states, i), s_last_sent, fresh[i]) < 0) {
+            Py_DECREF(frame);
+            goto done;
+        }
     PyObject *bytes = PyLong_FromLongLong(taken);
     result = bytes == NULL ? NULL : PyTuple_Pack(2, frame, bytes);
     Py_DECREF(frame);
@@ -382,26 +448,26 @@ decline:
     if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
 done:
     if (parts != NULL)
-        for (Py_ssize_t i = 0; i < count; i++) {
-            Py_XDECREF(parts[i].name);
-            Py_XDECREF(parts[i].topic_id);
-            Py_XDECREF(parts[i].log);
-        }
+        for (Py_ssize_t i = 0; i < count; i++) drop_part(&parts[i]);
+    if (fresh != NULL)
+        for (Py_ssize_t i = 0; i < count; i++) Py_XDECREF(fresh[i]);
     PyMem_Free(parts);
     PyMem_Free(heads);
+    PyMem_Free(fresh);
     PyMem_Free(w.buf);
     drop_holes(&holes);
     return result;
 }
 
 static PyObject *answer_from_logs(PyObject *self, PyObject *args) {
-    PyObject *wanted;
-    int version, correlation_id, isolation;
-    long long broker_id, budget;
-    if (!PyArg_ParseTuple(args, "O!iiLLi:answer_from_logs", &PyList_Type, &wanted, &version, &correlation_id,
-                          &broker_id, &budget, &isolation))
+    PyObject *wanted, *states = Py_None;
+    int version, correlation_id, isolation, incremental = 0;
+    long long broker_id, budget, min_bytes = 0, session_id = 0;
+    if (!PyArg_ParseTuple(args, "O!iiLLi|LLOp:answer_from_logs", &PyList_Type, &wanted, &version, &correlation_id,
+                          &broker_id, &budget, &isolation, &min_bytes, &session_id, &states, &incremental))
         return NULL;
-    return from_logs(wanted, version, correlation_id, broker_id, budget, isolation);
+    return from_logs(wanted, version, correlation_id, broker_id, budget, isolation, min_bytes, session_id, states,
+                     incremental);
 }
 
 #endif

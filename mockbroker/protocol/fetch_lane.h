@@ -8,8 +8,8 @@
        partition found by wanted_from_request and read by from_logs: the decoded request, its client
        id, what the journal keeps of it (``(about_kind, (pairs, None))``, as faults.facts.journal_about
        makes it: each topic's name and its partitions in the request's order), the handler's Wanted
-       list, and from_logs' frame and record bytes (None and 0 when every partition is read at its end
-       and the request would wait: nothing is written for it).  None otherwise, having changed nothing: the
+       list, and from_logs' frame and record bytes (None when fewer than min_bytes are there and the
+       request will wait: nothing is written for it).  None otherwise, having changed nothing: the
        request takes the usual way (dispatch, the generated reader where the C one declines, the
        handler), which names any problem.  The caller decides between answering now and waiting
        (mockbroker/handlers/k01_fetch.serve). */
@@ -111,13 +111,9 @@ static PyObject *fetch_lane(PyObject *self, PyObject *args) {
     int waits = get_int(QSLOT(request, Q_REQ, QR_MAX_WAIT), INT32_MIN, INT32_MAX, &max_wait) &&
                 get_int(QSLOT(request, Q_REQ, QR_MIN_BYTES), INT32_MIN, INT32_MAX, &min_bytes) && max_wait > 0 &&
                 min_bytes > 0;
-    int at_end = waits ? usual_at_end(wanted, version, broker_id) : 0;
-    if (at_end < 0) goto done;
-    if (at_end) { /* it will wait: no answer to write yet */
-        got = Py_BuildValue("(On)", Py_None, (Py_ssize_t)0);
-    } else if ((got = from_logs(wanted, version, correlation_id, broker_id, budget, (int)isolation)) == NULL) {
-        goto done;
-    }
+    /* a request that will wait writes nothing while fewer than min_bytes are there */
+    got = from_logs(wanted, version, correlation_id, broker_id, budget, (int)isolation, waits ? min_bytes : 0, 0,
+                    Py_None, 0);
     if (got == NULL) goto done;
     if (got == Py_None) goto decline;
     if ((pairs = journal_pairs(topic_list, by_id, use_ids)) == NULL) goto done;

@@ -82,25 +82,23 @@ static int settle_encoded(FetchWait *self, PyObject *frame) {
 static PyObject *wait_answer(FetchWait *self, int expired) {
     int waiting = still_waiting(self);
     if (waiting <= 0) return waiting < 0 ? NULL : Py_NewRef(Py_None);
+    int now = expired; /* answer with what is there: the wait is over, or the connection closed */
+    if (!now && self->connection != NULL) {
+        PyObject *closed = site_get(&closed_site, self->connection, s_closed);
+        now = closed == NULL ? -1 : PyObject_IsTrue(closed);
+        Py_XDECREF(closed);
+        if (now < 0) return NULL;
+    }
     PyObject *got = from_logs(self->wanted, self->version, self->correlation_id, self->broker_id, self->budget,
-                              self->isolation);
+                              self->isolation, now ? 0 : self->min_bytes, 0, Py_None, 0);
     if (got == NULL) return NULL;
     if (got == Py_None) { /* not the usual partitions any more: the handler's Python answers */
         Py_DECREF(got);
         PyObject *args[5] = {self->ctx, self->req, self->wanted, self->answer, expired ? Py_True : Py_False};
         return PyObject_Vectorcall(wait_fallback, args, 5, NULL);
     }
-    int ready = expired;
-    if (!ready) {
-        long long bytes = PyLong_AsLongLong(PyTuple_GET_ITEM(got, 1));
-        ready = bytes >= self->min_bytes;
-        if (!ready && self->connection != NULL) {
-            PyObject *closed = site_get(&closed_site, self->connection, s_closed);
-            ready = closed == NULL ? -1 : PyObject_IsTrue(closed);
-            Py_XDECREF(closed);
-        }
-    }
-    int failed = ready < 0 || (ready > 0 && settle_encoded(self, PyTuple_GET_ITEM(got, 0)) < 0);
+    PyObject *frame = PyTuple_GET_ITEM(got, 0); /* None: fewer than min_bytes yet */
+    int failed = frame != Py_None && settle_encoded(self, frame) < 0;
     Py_DECREF(got);
     return failed ? NULL : Py_NewRef(Py_None);
 }

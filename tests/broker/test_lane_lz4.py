@@ -25,7 +25,8 @@ from mockbroker.handlers import produce_lane
 from mockbroker.protocol import api
 from mockbroker.records.compression import DEFAULT_MAX_SIZE
 from mockbroker.state.clock import ManualClock
-from tests.broker.test_produce_lane import NOW, _answer, _port, _same, _set_lane, _stored
+from tests.broker.test_produce_lane import NOW, _port, _same, _set_lane, _stored
+from tests.broker.wire import read_frame
 from tests.records.helpers import fix_v2_crc
 
 pytestmark = pytest.mark.skipif(not produce_lane.available(),
@@ -105,11 +106,11 @@ def test_lane_lz4_answers_and_stores_what_the_python_path_does(clusters: tuple[M
             before = lz4_lane.lz4_taken()
             _set_lane(monkeypatch, True)
             a.sendall(request)
-            got_lane = _answer(a)
+            got_lane = read_frame(a)
             decoded_here = lz4_lane.lz4_taken() - before
             _set_lane(monkeypatch, False)
             b.sendall(request)
-            got_handler = _answer(b)
+            got_handler = read_frame(b)
             assert _same(got_lane, got_handler, 9), name
             assert decoded_here == taken, name
         _set_lane(monkeypatch, True)
@@ -134,7 +135,7 @@ def test_lane_lz4_leaves_output_past_the_cap_to_the_python_path(clusters: tuple[
         _set_lane(monkeypatch, on)
         with socket.create_connection(("127.0.0.1", _port(c))) as s:
             s.sendall(request)
-            answers.append(_answer(s))
+            answers.append(read_frame(s))
     _set_lane(monkeypatch, True)
     assert _same(*answers, 9)
     assert produce_lane._lane.lz4_taken() == before

@@ -15,6 +15,7 @@ from mockbroker.handlers import k01_fetch
 from mockbroker.handlers.k01_fetch import Wanted
 from mockbroker.protocol import api, fast_fetch
 from mockbroker.protocol.runtime import HOLE_THRESHOLD
+from mockbroker.state.fetch_sessions import FetchSession, SessionPartition
 from mockbroker.state.log import PartitionLog, StoredBatch
 
 pytestmark = pytest.mark.skipif(fast_fetch.answer_from_logs is None,
@@ -197,3 +198,61 @@ def test_a_requests_partitions_are_made_as_the_python_path_makes_them() -> None:
                         Q.FetchRequest(topics=[Q.FetchTopic(topic="nope", topic_id=b"n" * 16, partitions=[])])):
             assert wanted_from_request(unusual.topics, known, BROKER, use_ids) is None
             assert any(w.error for w in k01_fetch._requested(ctx, unusual, use_ids)) or not unusual.topics[0].partitions
+
+
+def _session(rng: random.Random, wanted: list[Wanted]) -> FetchSession:
+    """A session holding ``wanted``, each partition's last answer its state now, another, or none."""
+    made = FetchSession(session_id=77, next_epoch=2)
+    for w in wanted:
+        log = w.log
+        assert log is not None
+        now = (log.next_offset, log.next_offset, log.log_start_offset, 0)
+        made.partitions[(w.name, w.partition)] = SessionPartition(
+            w.topic_id, w.fetch_offset, w.max_bytes, -1, rng.choice((None, now, (now[0] - 1, now[1], now[2], 0))))
+    return made
+
+
+def test_session_fetches_get_the_python_paths_frame_and_leave_the_same_states() -> None:
+    """With a session: an incremental answer leaves out partitions with nothing new (their state what
+    was sent last, nothing read), a full one answers all; either way every SessionPartition ends as
+    _build leaves it."""
+    rng = random.Random(5)
+    included = left_out = 0
+    for case in range(300):
+        version = rng.randrange(7, 19)
+        names, logs = _setup(rng)
+        wanted = _wanted(rng, names, logs)
+        ctx = _Context(version, 1 << 26)
+        req = _request(rng, version)
+        incremental = rng.random() < 0.7
+
+        state = rng.getstate()
+        ours = _session(rng, wanted)
+        rng.setstate(state)
+        theirs = _session(rng, wanted)
+        states = [ours.partitions.get((w.name, w.partition)) for w in wanted]
+        budget = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"])
+        got = fast_fetch.answer_from_logs(wanted, version, case, BROKER, budget, req.isolation_level, 0, 77, states,
+                                          incremental)
+        assert got is not None, f"case {case}: declined a usual fetch"
+        parts, total, errors = k01_fetch._collect(ctx, req, wanted)
+        assert not errors
+        body = k01_fetch._build(ctx, parts, theirs, incremental)
+        expected = b"".join(bytes(b) for b in api.encode_response(1, version, case, body))
+        assert (b"".join(bytes(b) for b in got[0]), got[1]) == (expected, total), f"case {case}"
+        assert ours == theirs, f"case {case}: the session's states differ"
+        answered = sum(len(t.partitions) for t in body.responses)
+        included += answered
+        left_out += len(wanted) - answered
+    assert included and left_out, "the cases never left a partition out (or never kept one)"
+
+
+def test_fewer_than_min_bytes_write_nothing_and_change_no_state() -> None:
+    log = PartitionLog("t", 0, BROKER, [BROKER])
+    log.append(StoredBatch(0, 0, 0, 10, (b"x" * 10,)))
+    wanted = [Wanted("t", b"t" * 16, 0, 0, 1000, -1, log)]
+    sp = SessionPartition(b"t" * 16, 0, 1000, -1, None)
+    assert fast_fetch.answer_from_logs(wanted, 12, 1, BROKER, 1000, 0, 11, 5, [sp], True) == (None, 10)
+    assert sp.last_sent is None
+    frame, total = fast_fetch.answer_from_logs(wanted, 12, 1, BROKER, 1000, 0, 10, 5, [sp], True)
+    assert frame is not None and total == 10 and sp.last_sent == (1, 1, 0, 0)
