@@ -297,12 +297,7 @@ def handle(ctx: Any, req: Any) -> Any:
                 return Encoded(got[0])
             if session is not None:  # (fewer than min_bytes yet) a session's long poll waits in Python
                 return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[misc]
-            answer = Pending()  # its long poll, in C (fetch_wait.h: _LongPoll's twin)
-            _PARK(ctx, req, wanted, answer, ctx.broker.loop or asyncio.get_running_loop(),  # type: ignore[misc]
-                  ctx.connection, ctx.api_version, ctx.correlation_id, ctx.broker_id,
-                  min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"]), req.isolation_level,
-                  req.min_bytes, min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000)
-            return answer
+            return _parked(ctx, req, wanted, Pending(), min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"]))
     if req.min_bytes > 0 and req.max_wait_ms > 0 and _all_at_the_end(wanted, ctx.api_version) \
             and not ctx.connection.closed:  # the usual long poll: no partition has anything to answer
         return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[arg-type]
@@ -346,6 +341,15 @@ def _answer_in_python(ctx: Any, req: Any, wanted: list[Wanted], answer: Pending,
 
 # the long poll of a fetch _FROM_LOGS answers, in C (None: not built)
 _PARK = fast_fetch.waiter(Encoded, _answer_in_python)
+
+
+def _parked(ctx: Any, req: Any, wanted: list[Wanted], answer: Pending, budget: int) -> Pending:
+    """``answer``, left to the fetch's long poll in C (fetch_wait.h: _LongPoll's twin), which reads with
+    ``budget`` (the request's max_bytes capped by fetch.max.bytes when it came)."""
+    _PARK(ctx, req, wanted, answer, ctx.broker.loop or asyncio.get_running_loop(), ctx.connection,  # type: ignore[misc]
+          ctx.api_version, ctx.correlation_id, ctx.broker_id, budget, req.isolation_level, req.min_bytes,
+          min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000)
+    return answer
 
 
 def _all_at_the_end(wanted: list[Wanted], version: int) -> bool:
@@ -437,8 +441,9 @@ def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_i
     if broker.partitioned or cluster.faults.rules or cluster.quotas.enabled or cluster.acls.enabled:
         return None
     started = time.perf_counter()
+    fetch_max_bytes = cluster.config["fetch.max.bytes"]
     got = _LANE(frame, version, correlation_id, cluster.topics, cluster.topics_by_id, broker.node_id,  # type: ignore[misc]
-                cluster.config["fetch.max.bytes"], PRODUCE_ABOUT)
+                fetch_max_bytes, PRODUCE_ABOUT)
     if got is None:
         return None
     req, client_id, about, wanted, frame_out, total = got
@@ -458,10 +463,7 @@ def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_i
         answer.then(partial(_journal_answer, ctx, entry, started))
     else:
         answer.then(partial(_encoded, ctx))
-    _PARK(ctx, req, wanted, answer, broker.loop or asyncio.get_running_loop(), conn, version,  # type: ignore[misc]
-          correlation_id, broker.node_id, min(req.max_bytes, cluster.config["fetch.max.bytes"]), req.isolation_level,
-          req.min_bytes, min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000)
-    return answer
+    return _parked(ctx, req, wanted, answer, min(req.max_bytes, fetch_max_bytes))
 
 
 _LANE = fast_fetch.lane

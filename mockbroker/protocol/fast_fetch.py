@@ -12,9 +12,10 @@ generated classes as their reader would, or gives None (tagged fields, anything 
 generated reader runs.
 ``waiter(Encoded, fallback)`` gives ``park``, the long poll of such a fetch in C (fetch_wait.h), and
 ``wanted_reader(Wanted)`` gives the C reader of a request's partitions into the handler's ``Wanted``, and
-``answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation)`` answers a usual Fetch
-without a session straight from the partition logs, frame and all (fetch_from_logs.h; None: the handler's
-Python path answers).
+``answer_from_logs(wanted, version, correlation_id, broker_id, budget, isolation[, min_bytes, session_id,
+states, incremental])`` answers a usual Fetch, with or without a session, straight from the partition
+logs, frame and all (fetch_from_logs.h; (None, bytes) while fewer than min_bytes are there; None: the
+handler's Python path answers).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from mockbroker.protocol.runtime import HOLE_THRESHOLD, ZERO_UUID
 
 encode: Callable[[Any, int, bytearray, list[Any]], bool | None] | None = None
 decode: Callable[[memoryview, int, int], tuple[Any, int] | None] | None = None
-answer_from_logs: Callable[[list[Any], int, int, int, int, int], tuple[list[Any], int] | None] | None = None
+answer_from_logs: Callable[..., tuple[list[Any] | None, int] | None] | None = None
 _setup_wanted: Callable[[type], None] | None = None
 _setup_wait: Callable[[type, Callable[..., None]], None] | None = None
 # fetch_lane(frame, version, correlation_id, topics, topics_by_id, broker_id, fetch_max_bytes, about_kind):
