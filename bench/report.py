@@ -5,12 +5,14 @@
 The README keeps its table between ``<!-- bench:start -->`` and ``<!-- bench:end -->``; the chart
 (bench/results.png, matplotlib) shows each row's ratio against each peer on a log scale, with 1.0
 (as fast as the peer) marked.  Next to each ratio (of the brokers' medians) goes the middle half of
-the ratios of samples taken in the same repetition, so a tie is told from a difference.
+the ratios of samples taken in the same repetition and what a sign test over those pairs says (faster,
+slower, or a tie), so a tie is told from a difference.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,25 @@ def paired_quartiles(row: Row, ours: list[float] | None, theirs: list[float] | N
     return pairs[len(pairs) // 4], pairs[(3 * len(pairs)) // 4]
 
 
+SIGNIFICANCE = 0.05  # a sign test's two-sided p-value below this tells a difference from a tie
+
+
+def paired_verdict(row: Row, ours: list[float] | None, theirs: list[float] | None) -> str | None:
+    """"faster", "slower" or "tie" for mockbroker against the peer: a two-sided sign test over the pairs
+    paired_quartiles takes (how many repetitions mockbroker won against how many it lost; pairs exactly
+    even left out), a difference only where equal brokers would split the pairs that unevenly less
+    than SIGNIFICANCE of the time.  None where paired_quartiles has no pairs."""
+    if paired_quartiles(row, ours, theirs) is None:
+        return None
+    pairs = [r for a, b in zip(ours or [], theirs or [], strict=True) if (r := ratio(row, a, b)) is not None]
+    won, lost = sum(r < 1.0 for r in pairs), sum(r > 1.0 for r in pairs)
+    n = won + lost
+    tail = sum(math.comb(n, k) for k in range(min(won, lost) + 1)) / 2**n
+    if 2 * tail >= SIGNIFICANCE:
+        return "tie"
+    return "faster" if won > lost else "slower"
+
+
 def _samples_word(n: int) -> str:
     return {2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
 
@@ -62,7 +83,9 @@ def markdown(doc: dict[str, Any]) -> str:
         "`make bench` regenerates this table and [the chart](bench/results.png).  "
         "The ratio columns are mockbroker's cost over the peer's (time, or 1/rate for MB/s and GB/s rows): "
         "**<= 1.00 means mockbroker is at least as fast**; in brackets, the middle half of the ratios of the "
-        "samples taken in the same repetition (a range that holds 1.00 is a tie on this machine).",
+        "samples taken in the same repetition, and what a sign test over those pairs says: *faster* or "
+        "*slower* where mockbroker won or lost so many of them that equal brokers would do so less than "
+        f"{SIGNIFICANCE:.0%} of the time, *tie* otherwise.",
         "",
         "| load | unit | " + " | ".join(brokers) + " | " + " | ".join(f"vs {p}" for p in peers) + " |",
         "|---|---|" + "---:|" * (len(brokers) + len(peers)),
@@ -97,8 +120,11 @@ def _rows(rows: tuple[Row, ...], results: dict[str, Any], brokers: list[str], pe
         for p in peers:
             r = ratio(row, values.get("mockbroker"), values.get(p))
             cell = "-" if r is None else (f"**{_ratio(r)}**" if r <= 1.0 else _ratio(r))
-            spread = paired_quartiles(row, sampled.get("mockbroker"), sampled.get(p)) if r is not None else None
-            ratios.append(cell if spread is None else f"{cell} ({_ratio(spread[0])}-{_ratio(spread[1])})")
+            ours, theirs = sampled.get("mockbroker"), sampled.get(p)
+            spread = paired_quartiles(row, ours, theirs) if r is not None else None
+            if spread is not None:
+                cell += f" ({_ratio(spread[0])}-{_ratio(spread[1])}, {paired_verdict(row, ours, theirs)})"
+            ratios.append(cell)
         lines.append(f"| {row.label} | {row.unit} | " + " | ".join(_cell(values.get(b)) for b in brokers)
                      + " | " + " | ".join(ratios) + " |")
     return lines

@@ -132,7 +132,22 @@ def test_the_table_shows_the_paired_spread_next_to_the_ratio() -> None:
     doc = {"date": "2026-11-24", "machine": "test box", "repeat": 5, "brokers": ["mockbroker", "Tansu"],
            "not_measured": {}, "results": {"c100k_produce": {"mockbroker": 1.0, "Tansu": 1.0}},
            "samples": {"c100k_produce": {"mockbroker": [1.0, 0.9, 1.1, 0.8, 1.2], "Tansu": [1.0] * 5}}}
-    assert "| **1.00** (0.90-1.10) |" in report.markdown(doc)
+    assert "| **1.00** (0.90-1.10, tie) |" in report.markdown(doc)
+
+
+def test_the_sign_test_tells_a_difference_only_from_lopsided_pairs() -> None:
+    time_row, rate_row = Row("t", "time", "s"), Row("r", "rate", "MB/s", higher_is_better=True)
+    ours, theirs = [1.0] * 9, [1.1] * 9
+    assert report.paired_verdict(time_row, ours, theirs) == "faster"  # 9 of 9: p = 2/512
+    assert report.paired_verdict(rate_row, ours, theirs) == "slower"  # higher is better: the same pairs lost
+    # 8 of 9: p = 2 * 10/512 = 0.039, a difference; 7 of 9: p = 2 * 46/512 = 0.18, a tie
+    assert report.paired_verdict(time_row, ours, [1.1] * 8 + [0.9]) == "faster"
+    assert report.paired_verdict(time_row, ours, [1.1] * 7 + [0.9] * 2) == "tie"
+    # pairs exactly even say nothing: 6 won, 3 even -> 6 of 6, p = 2/64 = 0.031
+    assert report.paired_verdict(time_row, ours, [1.1] * 6 + [1.0] * 3) == "faster"
+    assert report.paired_verdict(time_row, ours, [1.0] * 9) == "tie"
+    assert report.paired_verdict(time_row, ours[:3], theirs[:3]) is None  # too few pairs, as paired_quartiles
+    assert report.paired_verdict(time_row, ours, theirs[:8]) is None  # a failed sample broke the pairing
 
 
 def test_replay_records_a_real_client_and_replays_its_requests(tmp_path: Path) -> None:
