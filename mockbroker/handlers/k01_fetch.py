@@ -45,7 +45,7 @@ from mockbroker.faults.journal import PRODUCE_ABOUT
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import LANES, Encoded, register
 from mockbroker.protocol import api, fast_fetch
-from mockbroker.server.dispatch import RequestContext, _encoded, _journal_answer
+from mockbroker.server.dispatch import RequestContext, encoded_answer, journal_answer
 from mockbroker.server.pending import Pending
 from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from mockbroker.state.log import PartitionLog
@@ -441,7 +441,7 @@ def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_i
     if broker.partitioned or cluster.faults.rules or cluster.quotas.enabled or cluster.acls.enabled:
         return None
     started = time.perf_counter()
-    fetch_max_bytes = cluster.config["fetch.max.bytes"]
+    fetch_max_bytes = cluster.config.values["fetch.max.bytes"]  # (the dict itself: no __getitem__ call)
     got = _LANE(frame, version, correlation_id, cluster.topics, cluster.topics_by_id, broker.node_id,  # type: ignore[misc]
                 fetch_max_bytes, PRODUCE_ABOUT)
     if got is None:
@@ -460,9 +460,9 @@ def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_i
     if journal.enabled:
         entry = journal.start(cluster.clock.now_ms(), broker.node_id, conn.peer, client_id, conn.client_software,
                               "Fetch", 1, version, correlation_id, about, ())
-        answer.then(partial(_journal_answer, ctx, entry, started))
+        answer.then(partial(journal_answer, ctx, entry, started))
     else:
-        answer.then(partial(_encoded, ctx))
+        answer.then(partial(encoded_answer, ctx))
     return _parked(ctx, req, wanted, answer, min(req.max_bytes, fetch_max_bytes))
 
 

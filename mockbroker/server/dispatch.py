@@ -204,8 +204,8 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
 
     def finish(body: Any) -> list[Any] | None:
         if entry is not None:
-            return _journal_answer(ctx, entry, started, body)
-        return _encoded(ctx, body)
+            return journal_answer(ctx, entry, started, body)
+        return encoded_answer(ctx, body)
 
     try:
         if quotas_on:  # client quotas: measure the request and throttle it (mockbroker.server.throttle)
@@ -237,13 +237,13 @@ def _journaled(ctx: RequestContext, fn: Any, request: Any, name: str) -> list[An
         journal.finish(entry, (time.perf_counter() - started) * 1000, "closed")
         raise
     if type(body) is Pending:  # a long poll: journaled and encoded in the call that settles it
-        return body.then(partial(_journal_answer, ctx, entry, started))
+        return body.then(partial(journal_answer, ctx, entry, started))
     if _pending(body):
-        return _finish(ctx, body, partial(_journal_answer, ctx, entry, started))
-    return _journal_answer(ctx, entry, started, body)
+        return _finish(ctx, body, partial(journal_answer, ctx, entry, started))
+    return journal_answer(ctx, entry, started, body)
 
 
-def _journal_answer(ctx: RequestContext, entry: Any, started: float, body: Any) -> list[Any] | None:
+def journal_answer(ctx: RequestContext, entry: Any, started: float, body: Any) -> list[Any] | None:
     """Finish a request's journal entry; its encoded answer (None: no response)."""
     latency_ms = (time.perf_counter() - started) * 1000
     if type(body) is Encoded:  # (no error codes)
@@ -271,15 +271,15 @@ def _pending(body: Any) -> bool:
 
 def _answer(ctx: RequestContext, body: Any, finish: Any) -> list[Any] | Awaitable[Any] | None:
     if finish is None and type(body) is Pending:  # a long poll: encoded in the call that settles it
-        return body.then(partial(_encoded, ctx))
+        return body.then(partial(encoded_answer, ctx))
     if _pending(body):  # (a Pending under client quotas or fault rules too: their finish may take time)
         return _finish(ctx, body, finish)
     if finish is not None:
         return finish(body)
-    return _encoded(ctx, body)
+    return encoded_answer(ctx, body)
 
 
-def _encoded(ctx: RequestContext, body: Any) -> list[Any] | None:
+def encoded_answer(ctx: RequestContext, body: Any) -> list[Any] | None:
     """A handler's answer body as the frame's buffers (None: the request gets no response)."""
     if type(body) is Encoded:
         return body.frame
@@ -298,7 +298,7 @@ async def _finish(ctx: RequestContext, pending: Awaitable[Any], finish: Any) -> 
         if inspect.isawaitable(result):  # a throttled answer (client quotas)
             return await result  # type: ignore[no-any-return]
         return result  # type: ignore[no-any-return]
-    return _encoded(ctx, body)
+    return encoded_answer(ctx, body)
 
 
 async def _hang(conn: Connection) -> None:
