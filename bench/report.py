@@ -51,8 +51,8 @@ SIGNIFICANCE = 0.05  # a sign test's two-sided p-value below this tells a differ
 
 
 def paired_verdict(row: Row, ours: list[float] | None, theirs: list[float] | None) -> str | None:
-    """"faster", "slower" or "tie" for mockbroker against the peer: a two-sided sign test over the pairs
-    paired_quartiles takes (how many repetitions mockbroker won against how many it lost; pairs exactly
+    """The verdict for mockbroker against the peer, "faster", "slower" or "tie": a two-sided sign test over
+    the pairs paired_quartiles takes (how many repetitions mockbroker won against how many it lost; pairs exactly
     even left out), a difference only where equal brokers would split the pairs that unevenly less
     than SIGNIFICANCE of the time.  None where paired_quartiles has no pairs."""
     if paired_quartiles(row, ours, theirs) is None:
