@@ -35,15 +35,22 @@ def _cell(value: float | None) -> str:
     return f"{value:.3g}"
 
 
-def paired_quartiles(row: Row, ours: list[float] | None, theirs: list[float] | None) -> tuple[float, float] | None:
-    """The middle half (lower and upper quartile, nearest rank) of the ratios of samples taken in the same
-    repetition: each repetition measures every broker back to back, so a slow moment of the machine hits
-    both sides of a pair.  None with fewer than four pairs, or when a failed sample broke the pairing."""
+def paired_ratios(row: Row, ours: list[float] | None, theirs: list[float] | None) -> list[float] | None:
+    """The ratios of samples taken in the same repetition: each repetition measures every broker back to
+    back, so a slow moment of the machine hits both sides of a pair.  None with fewer than four pairs, or
+    when a failed sample broke the pairing."""
     if not ours or not theirs or len(ours) != len(theirs) or len(ours) < 4:
         return None
-    pairs = sorted(r for a, b in zip(ours, theirs, strict=True) if (r := ratio(row, a, b)) is not None)
-    if len(pairs) < 4:
+    pairs = [r for a, b in zip(ours, theirs, strict=True) if (r := ratio(row, a, b)) is not None]
+    return pairs if len(pairs) >= 4 else None
+
+
+def paired_quartiles(row: Row, ours: list[float] | None, theirs: list[float] | None) -> tuple[float, float] | None:
+    """The middle half (lower and upper quartile, nearest rank) of the paired ratios (None: no pairs)."""
+    pairs = paired_ratios(row, ours, theirs)
+    if pairs is None:
         return None
+    pairs.sort()
     return pairs[len(pairs) // 4], pairs[(3 * len(pairs)) // 4]
 
 
@@ -52,12 +59,12 @@ SIGNIFICANCE = 0.05  # a sign test's two-sided p-value below this tells a differ
 
 def paired_verdict(row: Row, ours: list[float] | None, theirs: list[float] | None) -> str | None:
     """The verdict for mockbroker against the peer, "faster", "slower" or "tie": a two-sided sign test over
-    the pairs paired_quartiles takes (how many repetitions mockbroker won against how many it lost; pairs exactly
-    even left out), a difference only where equal brokers would split the pairs that unevenly less
-    than SIGNIFICANCE of the time.  None where paired_quartiles has no pairs."""
-    if paired_quartiles(row, ours, theirs) is None:
+    the paired ratios (how many repetitions mockbroker won against how many it lost; pairs exactly even
+    left out), a difference only where equal brokers would split the pairs that unevenly less than
+    SIGNIFICANCE of the time.  None where there are no pairs."""
+    pairs = paired_ratios(row, ours, theirs)
+    if pairs is None:
         return None
-    pairs = [r for a, b in zip(ours or [], theirs or [], strict=True) if (r := ratio(row, a, b)) is not None]
     won, lost = sum(r < 1.0 for r in pairs), sum(r > 1.0 for r in pairs)
     n = won + lost
     tail = sum(math.comb(n, k) for k in range(min(won, lost) + 1)) / 2**n
