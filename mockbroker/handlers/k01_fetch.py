@@ -237,9 +237,14 @@ def _at_the_end(log: PartitionLog, key: tuple[int, int, int, int]) -> Any:
     return part
 
 
+def _budget(ctx: Any, req: Any) -> int:
+    """What a fetch may read in all: Kafka caps the request's max_bytes (v3+) with the broker's
+    fetch.max.bytes (KIP-541)."""
+    return min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"]) if ctx.api_version >= 3 else 2**31 - 1
+
+
 def _collect(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[tuple[Wanted, Any]], int, bool]:
-    # Kafka caps the request's max_bytes with the broker's fetch.max.bytes (KIP-541)
-    budget = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"]) if ctx.api_version >= 3 else 2**31 - 1
+    budget = _budget(ctx, req)
     isolation = req.isolation_level if ctx.api_version >= 4 else 0
     out = []
     total = 0
@@ -297,7 +302,7 @@ def handle(ctx: Any, req: Any) -> Any:
                 return Encoded(got[0])
             if session is not None:  # (fewer than min_bytes yet) a session's long poll waits in Python
                 return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[misc]
-            return _parked(ctx, req, wanted, Pending(), min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"]))
+            return _parked(ctx, req, wanted, Pending(), _budget(ctx, req))
     if req.min_bytes > 0 and req.max_wait_ms > 0 and _all_at_the_end(wanted, ctx.api_version) \
             and not ctx.connection.closed:  # the usual long poll: no partition has anything to answer
         return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[arg-type]
@@ -321,7 +326,7 @@ def _from_logs(ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession |
     """The answer's frame and record bytes when every partition is the usual one, read and encoded in C
     (fast_fetch.answer_from_logs), with the session's states set as :func:`_build` sets them; (None,
     bytes) while fewer than ``min_bytes`` are there (nothing changed); None, and the Python path answers."""
-    budget = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"])  # (as _collect)
+    budget = _budget(ctx, req)  # (as _collect; the fast path is v4+)
     if session is None:
         return _FROM_LOGS(wanted, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget,  # type: ignore[misc]
                           req.isolation_level, min_bytes)
