@@ -178,7 +178,7 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
         return RESP.PartitionData(partition_index=w.partition, error_code=w.error, high_watermark=-1,
                                   last_stable_offset=-1, log_start_offset=-1, diverging_epoch=diverging,
                                   current_leader=leader, snapshot_id=snapshot,
-                                  aborted_transactions=[] if isolation else None), 0
+                                  aborted_transactions=[] if isolation else None, records=b""), 0
     epoch = w.leader_epoch if version >= 9 else -1
     error = log.epoch_error(epoch) if epoch >= 0 and epoch != log.leader_epoch else 0
     if not error and log.leader != ctx.broker_id:  # the leader moved while the fetch waited
@@ -190,7 +190,7 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
     part = RESP.PartitionData(partition_index=w.partition, error_code=error, high_watermark=log.next_offset,
                               last_stable_offset=stable, log_start_offset=log.log_start_offset,
                               diverging_epoch=diverging, current_leader=leader, snapshot_id=snapshot,
-                              aborted_transactions=[] if isolation else None)
+                              aborted_transactions=[] if isolation else None, records=b"")
     if error:
         return part, 0
     try:
@@ -199,8 +199,7 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
     except KafkaError as exc:
         part.error_code = exc.code
         return part, 0
-    if not result.buffers:
-        part.records = b""  # Kafka answers empty (not null) records
+    if not result.buffers:  # (records stay empty: Kafka never answers null records)
         return part, 0
     if isolation:
         aborted = log.producers.aborted_between(w.fetch_offset, result.batches[-1].last_offset + 1)

@@ -7,6 +7,7 @@ measured apart from the clients driving it.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import signal
 import subprocess
@@ -32,15 +33,18 @@ def _soft_nofile(limit: int) -> None:
 
 class BrokerProcess:
     """``python -m mockbroker serve --port 0 --control-port 0 ARGS``; stderr goes to a temporary file;
-    ``open_files``: the soft RLIMIT_NOFILE it starts with."""
+    ``open_files``: the soft RLIMIT_NOFILE it starts with; ``env``: variables added to its environment
+    (``MOCKBROKER_PURE_PYTHON=1`` runs it without the C extensions)."""
 
-    def __init__(self, *args: str, log_level: str = "WARNING", open_files: int | None = None) -> None:
+    def __init__(self, *args: str, log_level: str = "WARNING", open_files: int | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.stderr = tempfile.NamedTemporaryFile("w+", prefix="mockbroker-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mockbroker", "serve", "--port", "0", "--control-port", "0",
              "--log-level", log_level, *args],
             stdout=subprocess.PIPE, stderr=self.stderr, text=True,
             preexec_fn=None if open_files is None else lambda: _soft_nofile(open_files),
+            env=None if env is None else {**os.environ, **env},
         )
         self.bootstrap = ""
         self.control = ""
