@@ -9,9 +9,16 @@ Behavior:
   leader gets every member's metadata. A new group waits `group.initial.rebalance.delay.ms`
   (0 by default here, so tests settle fast; Kafka's default is 3000).
 - v0 has no rebalance timeout: the session timeout serves for both, as in Kafka.
+- INVALID_SESSION_TIMEOUT for a session timeout outside `group.min.session.timeout.ms` (6000) ..
+  `group.max.session.timeout.ms` (1800000), checked after the coordinator and ACLs, as Kafka.
+- Static members (KIP-345): a known group.instance.id rejoining with an empty member id replaces its old
+  member id (the old one is fenced); a stable group whose protocol stays the same does not rebalance
+  (v9+: a rejoining leader gets every member and SkipAssignment, KIP-814; before v9 it is told the old
+  leader id and acts as a follower).
 - With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first, as Kafka).
 
-Not yet modelled: static membership (group.instance.id fencing), KIP-848 groups.
+KIP-848 groups have their own API (ConsumerGroupHeartbeat); a classic join of a non-empty consumer group is
+INCONSISTENT_GROUP_PROTOCOL.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ def _response(ctx: Any, req: Any, result: JoinResult) -> Any:
         name = ""  # nullable only from v7
     return RESP.JoinGroupResponse(
         error_code=result.error, generation_id=result.generation, protocol_type=req.protocol_type,
-        protocol_name=name, leader=result.leader, member_id=result.member_id,
+        protocol_name=name, leader=result.leader, member_id=result.member_id, skip_assignment=result.skip_assignment,
         members=[RESP.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
                  for m, i, meta in result.members],
     )
@@ -45,13 +52,18 @@ def handle(ctx: Any, req: Any) -> Any:
     code = not_coordinator(ctx, req.group_id)
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
         code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    config = ctx.cluster.config
+    if not code and req.group_id and not (config["group.min.session.timeout.ms"] <= req.session_timeout_ms
+                                          <= config["group.max.session.timeout.ms"]):
+        code = ErrorCode.INVALID_SESSION_TIMEOUT
     if code:
         return _response(ctx, req, JoinResult(code, member_id=req.member_id))
     future, reply = reply_future()
     rebalance_ms = req.rebalance_timeout_ms if ctx.api_version >= 1 else req.session_timeout_ms
     ctx.cluster.groups.join(req.group_id, req.member_id, req.group_instance_id, ctx.client_id or "",
                             req.session_timeout_ms, rebalance_ms, req.protocol_type,
-                            [(p.name, bytes(p.metadata)) for p in req.protocols], ctx.api_version >= 4, reply)
+                            [(p.name, bytes(p.metadata)) for p in req.protocols], ctx.api_version >= 4, reply,
+                            skip_ok=ctx.api_version >= 9)
     if future.done():
         return _response(ctx, req, future.result())
     return _wait(ctx, req, future)

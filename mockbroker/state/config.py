@@ -35,6 +35,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "cluster.id": ("mockbroker-cluster", str),
     "fetch.max.bytes": (57671680, int),
     "group.initial.rebalance.delay.ms": (0, int),
+    # JoinGroup answers INVALID_SESSION_TIMEOUT for a session timeout outside these (Kafka's defaults)
+    "group.min.session.timeout.ms": (6000, int),
+    "group.max.session.timeout.ms": (1800000, int),
     "group.consumer.session.timeout.ms": (45000, int),
     # Kafka: 5000; shorter here so KIP-848 rebalances settle fast in tests
     "group.consumer.heartbeat.interval.ms": (500, int),

@@ -145,6 +145,8 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "socket.receive.buffer.bytes": _b(INT, "102400", "Sockets' SO_RCVBUF; -1: the OS's (mock default: -1)."),
     "fetch.max.bytes": _b(INT, "57671680", "Largest fetch response."),
     "group.initial.rebalance.delay.ms": _b(INT, "3000", "Delay before the first rebalance of a new group."),
+    "group.min.session.timeout.ms": _b(INT, "6000", "Shortest session timeout a classic group member may ask for."),
+    "group.max.session.timeout.ms": _b(INT, "1800000", "Longest session timeout a classic group member may ask for."),
     "group.consumer.session.timeout.ms": _b(INT, "45000", "KIP-848 consumer session timeout."),
     "group.consumer.heartbeat.interval.ms": _b(INT, "5000", "KIP-848 consumer heartbeat interval."),
     "offsets.topic.num.partitions": _b(INT, "50", "Partitions of __consumer_offsets."),

@@ -30,6 +30,7 @@ class JoinResult:
     leader: str = ""
     member_id: str = ""
     members: list[tuple[str, str | None, bytes]] = field(default_factory=list)  # for the leader only
+    skip_assignment: bool = False  # JoinGroup v9+ (KIP-814): a rejoining static leader need not assign
 
 
 @dataclass
@@ -88,7 +89,8 @@ class GroupCoordinator(GroupOffsets):
     # -- JoinGroup ------------------------------------------------------------------------------
     def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, session_ms: int,
              rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]], require_known: bool,
-             reply: Callable[[JoinResult], None]) -> None:
+             reply: Callable[[JoinResult], None], skip_ok: bool = False) -> None:
+        """A JoinGroup; ``require_known``: v4+ (MEMBER_ID_REQUIRED first), ``skip_ok``: v9+ (SkipAssignment)."""
         if not group_id:
             reply(JoinResult(ErrorCode.INVALID_GROUP_ID))
             return
@@ -116,7 +118,7 @@ class GroupCoordinator(GroupOffsets):
                 reply(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=member_id))
                 return
             if not member_id:
-                self._replace_static(group, holder, client_id, protocols, reply)
+                self._replace_static(group, holder, client_id, (session_ms, rebalance_ms), protocols, reply, skip_ok)
                 return
         if not member_id:
             member_id = f"{client_id or 'member'}-{uuid4_text()}"
@@ -161,12 +163,15 @@ class GroupCoordinator(GroupOffsets):
         holder = self._holder(self.groups.get(group_id), instance_id)
         return ErrorCode.FENCED_INSTANCE_ID if holder is not None and holder.member_id != member_id else 0
 
-    def _replace_static(self, group: Group, holder: Member, client_id: str, protocols: list[tuple[str, bytes]],
-                        reply: Callable[[JoinResult], None]) -> None:
+    def _replace_static(self, group: Group, holder: Member, client_id: str, timeouts: tuple[int, int],
+                        protocols: list[tuple[str, bytes]], reply: Callable[[JoinResult], None], skip_ok: bool) -> None:
         """A static member rejoining with an empty member id takes over its old place under a new id
-        (fencing the old id); in a stable group with unchanged protocols there is no rebalance: it gets
-        the current generation and syncs its old assignment (a rejoining leader rebalances, as before
-        JoinGroup v9)."""
+        (fencing the old id).  In a stable group whose chosen protocol stays the same there is no
+        rebalance (Kafka's updateStaticMemberThenRejoin): the member gets the current generation and
+        syncs its old assignment.  A rejoining leader is told so only from JoinGroup v9 (KIP-814), with
+        every member and SkipAssignment; before v9 the answer names the leader's old id, so it acts as a
+        follower and runs no assignment.  A group completing a rebalance starts another one (the
+        leader may have assigned to the old id); a preparing one just takes the join."""
         old = holder.member_id
         if holder.join_reply is not None:  # the old instance, still waiting, is told it was replaced
             holder.join_reply(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old))
@@ -179,12 +184,18 @@ class GroupCoordinator(GroupOffsets):
         group.members[new] = holder
         now = self.clock.now_ms()
         holder.last_seen_ms = now
-        unchanged = holder.protocols == protocols
         holder.protocols = protocols
-        if group.leader == old:
+        holder.session_timeout_ms, holder.rebalance_timeout_ms = timeouts
+        was_leader = group.leader == old
+        if was_leader:
             group.leader = new
-        elif group.state == STABLE and unchanged:
-            reply(JoinResult(0, group.generation, group.protocol_name, group.leader or "", new, []))
+        if group.state == STABLE and self._vote(group) == group.protocol_name:
+            if skip_ok:
+                reply(JoinResult(0, group.generation, group.protocol_name, group.leader or "", new,
+                                 self._roster(group) if was_leader else [], skip_assignment=was_leader))
+            else:
+                reply(JoinResult(0, group.generation, group.protocol_name, old if was_leader else group.leader or "",
+                                 new, []))
             return
         holder.join_reply = reply
         if group.state in (EMPTY, STABLE, COMPLETING):

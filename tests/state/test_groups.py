@@ -116,3 +116,64 @@ def test_static_member_takes_over_and_fences_the_old_id() -> None:
     assert zombie[0].error == ErrorCode.FENCED_INSTANCE_ID
     assert gc.leave("g", static, "inst") == ErrorCode.FENCED_INSTANCE_ID
     assert gc.leave("g", "", "inst") == 0 and new not in gc.groups["g"].members
+
+
+def _static_group(gc: GroupCoordinator) -> tuple[str, str, int]:
+    """A stable group of two static members, "lead" (its leader) and "other"; their ids and generation."""
+    out: list[JoinResult] = []
+    gc.join("g", "", "lead", "c", 1000, 5000, "consumer", PROTOCOLS, True, out.append)
+    lead = out[0].member_id
+    gc.sync("g", lead, 1, {lead: b"L"}, lambda *r: None)
+    gc.join("g", "", "other", "c", 1000, 5000, "consumer", PROTOCOLS, True, out.append)
+    gc.join("g", lead, "lead", "c", 1000, 5000, "consumer", PROTOCOLS, True, out.append)
+    other = next(r.member_id for r in out[1:] if r.member_id != lead)
+    gen = gc.groups["g"].generation
+    gc.sync("g", lead, gen, {lead: b"L", other: b"O"}, lambda *r: None)
+    assert gc.groups["g"].state == STABLE and gc.groups["g"].leader == lead
+    return lead, other, gen
+
+
+def test_static_leader_rejoining_gets_skip_assignment_from_v9() -> None:
+    gc = GroupCoordinator(ManualClock())
+    _lead, other, gen = _static_group(gc)
+    back: list[JoinResult] = []
+    gc.join("g", "", "lead", "c", 1000, 5000, "consumer", PROTOCOLS, True, back.append, skip_ok=True)
+    new = back[0].member_id
+    assert (back[0].error, back[0].generation, back[0].leader, back[0].skip_assignment) == (0, gen, new, True)
+    assert sorted(m[1] for m in back[0].members) == ["lead", "other"]  # the leader sees every member
+    assert gc.groups["g"].state == STABLE and gc.groups["g"].leader == new
+    got: list = []
+    gc.sync("g", new, gen, {}, lambda *r: got.append(r), "lead")  # it assigns nothing: its old assignment
+    assert got == [(0, b"L")]
+    assert gc.heartbeat("g", other, gen, "other") == 0  # the other member goes on undisturbed
+
+
+def test_static_leader_rejoining_before_v9_is_told_its_old_id_and_acts_as_a_follower() -> None:
+    gc = GroupCoordinator(ManualClock())
+    lead, _other, gen = _static_group(gc)
+    back: list[JoinResult] = []
+    gc.join("g", "", "lead", "c", 1000, 5000, "consumer", PROTOCOLS, True, back.append)
+    new = back[0].member_id
+    assert (back[0].error, back[0].generation, back[0].leader, back[0].skip_assignment) == (0, gen, lead, False)
+    assert back[0].members == [] and new != lead
+    assert gc.groups["g"].state == STABLE and gc.groups["g"].leader == new
+    got: list = []
+    gc.sync("g", new, gen, {}, lambda *r: got.append(r), "lead")
+    assert got == [(0, b"L")]
+
+
+def test_static_member_rejoining_with_a_protocol_that_changes_the_vote_rebalances() -> None:
+    gc = GroupCoordinator(ManualClock())
+    _lead, _other, gen = _static_group(gc)
+    back: list[JoinResult] = []
+    gc.join("g", "", "other", "c", 1000, 5000, "consumer", [("range", b"meta")], True, back.append, skip_ok=True)
+    assert back == [] or back[0].generation == gen  # same protocol chosen: no rebalance...
+    assert gc.groups["g"].state == STABLE
+    changed: list[JoinResult] = []
+    gc.join("g", "", "lead", "c", 1000, 5000, "consumer", [("sticky", b"m"), ("range", b"meta")], True,
+            changed.append, skip_ok=True)
+    assert gc.groups["g"].state == STABLE  # "range" is still the only common protocol: still no rebalance
+    sticky_first: list[JoinResult] = []
+    gc.join("g", "", "other", "c", 1000, 5000, "consumer", [("sticky", b"m2"), ("range", b"meta")], True,
+            sticky_first.append, skip_ok=True)
+    assert gc.groups["g"].state == PREPARING and sticky_first == []  # both now vote "sticky": rebalance
