@@ -3,7 +3,9 @@
 Behavior:
 - acks 0 (no response at all), 1 and -1 (all replicas are in sync, so both answer at once);
   any other acks value -> INVALID_REQUIRED_ACKS for every partition.
-- Topics by name (v0-12) or id (v13, UNKNOWN_TOPIC_ID); no auto-creation (as Kafka).
+- Topics by name (v0-12) or id (v13, UNKNOWN_TOPIC_ID); no auto-creation (as Kafka). Internal topics
+  (`__consumer_offsets`, `__transaction_state`) -> INVALID_TOPIC_EXCEPTION "Cannot append to internal
+  topic ..." (after the ACL check, as Kafka).
 - Only the partition leader accepts data: NOT_LEADER_OR_FOLLOWER elsewhere, with the current
   leader and its endpoint (v10+) so the client can move without a metadata round trip.
 - Every batch is validated (see mockbroker.batches): CRC -> CORRUPT_MESSAGE, size ->
@@ -173,12 +175,13 @@ def _partition(ctx: Any, topic: Any, part: Any, acks: int, settings: tuple[Polic
     return out
 
 
-def _unknown_topic_response(td: Any, code: int) -> Any:
+def _unknown_topic_response(td: Any, code: int, message: str | None = None) -> Any:
     return RESP.TopicProduceResponse(
         name=td.name,
         topic_id=td.topic_id,
         partition_responses=[
-            RESP.PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1)
+            RESP.PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                                          error_message=message)
             for p in td.partition_data
         ],
     )
@@ -211,6 +214,10 @@ def handle(ctx: Any, req: Any) -> Any:
             continue
         if acls_on and by_id and not authz.authorize(ctx, authz.WRITE, authz.TOPIC, topic.name):
             responses.append(_unknown_topic_response(td, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        if topic.is_internal:  # Kafka: only its coordinators write there
+            responses.append(_unknown_topic_response(td, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                                     f"Cannot append to internal topic {topic.name}"))
             continue
         topic_settings = settings(ctx.cluster, topic)  # once per topic: every partition's batches meet the same policy
         parts = [_partition(ctx, topic, p, req.acks, topic_settings) for p in td.partition_data]

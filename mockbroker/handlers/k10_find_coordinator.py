@@ -4,6 +4,8 @@ Behavior:
 - Group (key type 0) and transaction (key type 1) coordinators are spread over the brokers by a
   stable hash of the key; other key types -> INVALID_REQUEST.
 - v0-3 answer one key; v4+ answer a batch (coordinator_keys).
+- The first group key makes `__consumer_offsets`, the first transactional id `__transaction_state`
+  (state/internal_topics.py), as Kafka does; here the answer names the coordinator at once.
 - With ACLs on (checked first, as Kafka): a group key needs DESCRIBE on the group, else
   GROUP_AUTHORIZATION_FAILED; a transactional id needs DESCRIBE on it, else
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
@@ -21,6 +23,8 @@ from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz, kept_answers
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
+from mockbroker.state import internal_topics
+from mockbroker.state.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
 
 RESP = api.response_module(10)
 
@@ -34,6 +38,7 @@ def _find(ctx: Any, key: str, key_type: int) -> tuple[int, str | None, Any]:
         return ErrorCode.INVALID_REQUEST, f"key type {key_type} is not served", None
     if not key and key_type == 0:
         return ErrorCode.INVALID_REQUEST, "empty group id", None
+    internal_topics.ensure(ctx.cluster, CONSUMER_OFFSETS if key_type == 0 else TRANSACTION_STATE)
     return 0, None, ctx.cluster.coordinator_for(key)
 
 

@@ -92,7 +92,8 @@ def lane_settings(cluster: Any, topic: Topic) -> None:
 
     policy, retention_bytes = settings(cluster, topic)
     topic_generation, broker_generation = topic.config.generation
-    eligible = policy.compression == "producer" and not policy.log_append_time and retention_bytes < 0
+    eligible = (policy.compression == "producer" and not policy.log_append_time and retention_bytes < 0
+                and not topic.is_internal)  # (the handler refuses producing to internal topics)
     topic.answer_cache[SETTINGS_KEY] = (
         topic_generation, broker_generation, eligible, policy.max_message_bytes, policy.before_max_ms,
         policy.after_max_ms, policy.compacted, policy.check_records)

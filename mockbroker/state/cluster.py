@@ -21,6 +21,7 @@ from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.features import FeatureLevels
 from mockbroker.state.ids import uuid4_bytes
+from mockbroker.state.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, ensure, is_internal
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.memory_cap import MemoryCap
 from mockbroker.state.producers import ProducerRegistry
@@ -336,7 +337,7 @@ class ClusterState:
                 f"replication factor {rf} is not between 1 and the {len(brokers)} available brokers",
             )
         topic_config = TopicConfig(self.config, configs)
-        topic = Topic(name, uuid4_bytes(), [], topic_config, name.startswith("__"), rf)
+        topic = Topic(name, uuid4_bytes(), [], topic_config, is_internal(name), rf)
         self._add_partitions(topic, count, assignment)
         if not validate_only:
             self.topics[name] = topic
@@ -449,6 +450,8 @@ class ClusterState:
             return topic
         if not (allow and self.config["auto.create.topics.enable"]):
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+        if name in (CONSUMER_OFFSETS, TRANSACTION_STATE):  # made with its own settings, as Kafka does
+            return ensure(self, name)
         return self.create_topic(name, replication_factor=min(
             self.config["default.replication.factor"], max(1, len(self.brokers))))
 

@@ -41,7 +41,13 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.consumer.session.timeout.ms": (45000, int),
     # Kafka: 5000; shorter here so KIP-848 rebalances settle fast in tests
     "group.consumer.heartbeat.interval.ms": (500, int),
+    # the internal topics (mockbroker.state.internal_topics); replication capped at the brokers there are
     "offsets.topic.num.partitions": (50, int),
+    "offsets.topic.replication.factor": (3, int),
+    "offsets.topic.segment.bytes": (104857600, int),
+    "transaction.state.log.num.partitions": (50, int),
+    "transaction.state.log.replication.factor": (3, int),
+    "transaction.state.log.segment.bytes": (104857600, int),
     "transaction.max.timeout.ms": (900000, int),
     "transactional.id.expiration.ms": (604800000, int),
     "producer.id.expiration.ms": (86400000, int),

@@ -150,6 +150,13 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "group.consumer.session.timeout.ms": _b(INT, "45000", "KIP-848 consumer session timeout."),
     "group.consumer.heartbeat.interval.ms": _b(INT, "5000", "KIP-848 consumer heartbeat interval."),
     "offsets.topic.num.partitions": _b(INT, "50", "Partitions of __consumer_offsets."),
+    "offsets.topic.replication.factor": _b(SHORT, "3", "Replication factor of __consumer_offsets (mock: capped at "
+                                           "the brokers there are)."),
+    "offsets.topic.segment.bytes": _b(INT, "104857600", "Segment size of __consumer_offsets."),
+    "transaction.state.log.num.partitions": _b(INT, "50", "Partitions of __transaction_state."),
+    "transaction.state.log.replication.factor": _b(SHORT, "3", "Replication factor of __transaction_state (mock: "
+                                                   "capped at the brokers there are)."),
+    "transaction.state.log.segment.bytes": _b(INT, "104857600", "Segment size of __transaction_state."),
     "transaction.max.timeout.ms": _b(INT, "900000", "Largest transaction timeout a producer may ask for."),
     "transactional.id.expiration.ms": _b(INT, "604800000", "Idle time after which a transactional id expires."),
     "max.incremental.fetch.session.cache.slots": _b(INT, "1000", "Incremental fetch sessions kept."),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from mockbroker.state.ids import uuid4_bytes
+from mockbroker.state.internal_topics import is_internal
 
 LEAVE, STATIC_LEAVE = -1, -2
 TopicParts = dict[str, set[int]]
@@ -222,7 +223,7 @@ class ConsumerGroupLogic:
             names = {t for t in m.subscribed if t in topics}
             if m.regex:
                 pattern = re.compile(m.regex)
-                names |= {t for t in topics if pattern.fullmatch(t) and not t.startswith("__")}
+                names |= {t for t in topics if pattern.fullmatch(t) and not is_internal(t)}
             subs[m.member_id] = names
         return subs
 
