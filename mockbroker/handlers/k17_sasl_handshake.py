@@ -1,8 +1,8 @@
 """SaslHandshake: v0-1.
 
 Behavior:
-- On a SASL_PLAINTEXT / SASL_SSL listener: picks the mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 as
-  enabled by `sasl.enabled.mechanisms`) and answers the enabled mechanisms. After v0 the client sends
+- On a SASL_PLAINTEXT / SASL_SSL listener: picks the mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
+  OAUTHBEARER as enabled by `sasl.enabled.mechanisms`) and answers the enabled mechanisms. After v0 the client sends
   bare SASL tokens (no Kafka headers); after v1 it sends SaslAuthenticate requests.
 - A mechanism that is not enabled: UNSUPPORTED_SASL_MECHANISM with the enabled list, then the
   connection closes (Kafka's UnsupportedSaslMechanismException).

@@ -7,7 +7,11 @@ Behavior:
 - Wrong credentials: SASL_AUTHENTICATION_FAILED with Kafka's message ("Authentication failed: Invalid
   username or password" for PLAIN, "Authentication failed: Invalid user credentials" for SCRAM), then
   the connection closes.
-- v1+: session_lifetime_ms is `connections.max.reauth.ms` (0 when re-authentication is off, KIP-368).
+- OAUTHBEARER: one client message; a refused token gets Kafka's JSON error challenge
+  (`{"status":"invalid_token"}`) with no error, the client's %x01 after it SASL_AUTHENTICATION_FAILED
+  with that JSON as the message (mockbroker.server.oauthbearer).
+- v1+: session_lifetime_ms is `connections.max.reauth.ms`, or the time left before the credential
+  expires (an OAUTHBEARER token's exp) when sooner; 0 when neither applies (KIP-368).
 - Re-authentication as another principal: SASL_AUTHENTICATION_FAILED ("Cannot change principals
   during re-authentication"), then the connection closes.
 - After authentication completed, or on a listener without SASL: ILLEGAL_SASL_STATE ("SaslAuthenticate

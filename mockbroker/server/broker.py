@@ -94,7 +94,7 @@ class BrokerServer:
 
                 config = self.cluster.config
                 conn.sasl = SaslSession(self.cluster.credentials, enabled_mechanisms(config),
-                                        int(config.get("connections.max.reauth.ms", 0) or 0))
+                                        int(config.get("connections.max.reauth.ms", 0) or 0), config, spec.name)
             conn.send_buffer_bytes = send_buffer
             self.connections.add(conn)
             return conn
@@ -102,7 +102,7 @@ class BrokerServer:
         for i, spec in enumerate(self.listeners):
             port = self.ports.get(spec.name) or (self.port if i == 0 and self.security is None
                                                  else broker_port(spec, self.node_id))
-            context = self.security.ssl_context if self.security is not None and spec.uses_ssl else None
+            context = self.security.context_for(spec) if self.security is not None else None
             bound = bound_socket(spec.host, port, receive_buffer)  # a literal address: bound here
             if bound is not None:
                 try:

@@ -9,13 +9,16 @@ answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connectio
 v0 flow it just closes).  An unknown mechanism answers UNSUPPORTED_SASL_MECHANISM with the enabled
 mechanisms (``sasl.enabled.mechanisms``) and closes.
 
-KIP-368: with ``connections.max.reauth.ms`` > 0 a session lasts that long (SaslAuthenticate v1+
-reports it as session_lifetime_ms).  A SaslHandshake on an authenticated connection starts
-re-authentication: same mechanism (else UNSUPPORTED_SASL_MECHANISM naming the one in use) and same
-principal (else SASL_AUTHENTICATION_FAILED "Cannot change principals during re-authentication").
+KIP-368: with ``connections.max.reauth.ms`` > 0 a session lasts that long, or until the credential expires
+when that is sooner (an OAUTHBEARER token's ``exp``, which bounds the session even with re-authentication
+off, as Kafka's SaslServerAuthenticator does); SaslAuthenticate v1+ reports it as session_lifetime_ms.
+A SaslHandshake on an authenticated connection starts re-authentication: same mechanism (else
+UNSUPPORTED_SASL_MECHANISM naming the one in use) and same principal (else SASL_AUTHENTICATION_FAILED
+"Cannot change principals during re-authentication").
 The first request other than a re-authentication after the session expired closes the connection.
 
-Mechanisms: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802/7677, checked as Kafka's ScramSaslServer).
+Mechanisms: PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802/7677, checked as Kafka's ScramSaslServer) and
+OAUTHBEARER (KIP-255, Kafka's unsecured validator: mockbroker.server.oauthbearer).
 Tokens and passwords are never logged.
 """
 
@@ -38,7 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockbroker.sasl")
 
 HANDSHAKE, AUTHENTICATE, COMPLETE, FAILED = "handshake", "authenticate", "complete", "failed"
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+DEFAULT_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"  # the mock's sasl.enabled.mechanisms default
 HANDSHAKE_APIS = (17, 18)  # SaslHandshake, ApiVersions; after the handshake only SaslAuthenticate (36)
 
 
@@ -47,7 +51,7 @@ class SaslFailure(Exception):
 
 
 def enabled_mechanisms(config: Any) -> list[str]:
-    text = str(config.get("sasl.enabled.mechanisms", ",".join(SUPPORTED_MECHANISMS)))
+    text = str(config.get("sasl.enabled.mechanisms", DEFAULT_MECHANISMS))
     return [m.strip().upper() for m in text.split(",") if m.strip()]
 
 
@@ -171,16 +175,22 @@ def _scram_fields(text: str) -> dict[str, str]:
 class SaslSession:
     """The SASL state of one connection."""
 
-    __slots__ = ("authenticated_at", "credentials", "enabled", "expires_at_ms", "mechanism", "principal",
-                 "raw_tokens", "reauth_ms", "reauthenticating", "server", "state")
+    __slots__ = ("authenticated_at", "config", "credentials", "enabled", "expires_at_ms", "lifetime_ms", "listener",
+                 "mechanism", "principal", "raw_tokens", "reauth_ms", "reauthenticating", "reauthentications",
+                 "server", "state")
 
-    def __init__(self, credentials: CredentialStore, enabled: list[str], reauth_ms: int) -> None:
+    def __init__(self, credentials: CredentialStore, enabled: list[str], reauth_ms: int, config: Any = None,
+                 listener: str = "") -> None:
         self.credentials = credentials
+        self.config = config  # the broker config (OAUTHBEARER's validator options), None in unit tests
+        self.listener = listener
+        self.lifetime_ms = 0  # what SaslAuthenticate v1+ reports (0: the session does not expire)
+        self.reauthentications = 0  # completed KIP-368 re-authentications on this connection
         self.enabled = enabled
         self.reauth_ms = reauth_ms
         self.state = HANDSHAKE
         self.mechanism: str | None = None
-        self.server: PlainServer | ScramServer | None = None
+        self.server: Any = None  # PlainServer, ScramServer or oauthbearer.OAuthBearerServer
         self.raw_tokens = False  # after SaslHandshake v0: bare SASL tokens, no Kafka headers
         self.principal: str | None = None
         self.reauthenticating = False
@@ -203,8 +213,8 @@ class SaslSession:
         if api_key == 17:  # a handshake starts re-authentication, even past expiry
             return None
         if self.expires_at_ms is not None and now_ms >= self.expires_at_ms:
-            return (f"the SASL session of {self.principal} expired (connections.max.reauth.ms="
-                    f"{self.reauth_ms}) without re-authentication")
+            return (f"the SASL session of {self.principal} expired (session lifetime {self.lifetime_ms} ms, "
+                    f"connections.max.reauth.ms={self.reauth_ms}) without re-authentication")
         return None
 
     # -- SaslHandshake -------------------------------------------------------------------------
@@ -223,10 +233,23 @@ class SaslSession:
             raise KafkaError(ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                              f"Unsupported SASL mechanism {mechanism}")
         self.mechanism = mechanism
-        self.server = (PlainServer(self.credentials) if mechanism == "PLAIN"
-                       else ScramServer(self.credentials, mechanism))
+        self.server = self._server_for(mechanism)
         self.state = AUTHENTICATE
         self.raw_tokens = version == 0
+
+    def _server_for(self, mechanism: str) -> Any:
+        if mechanism == "PLAIN":
+            return PlainServer(self.credentials)
+        if mechanism == "OAUTHBEARER":
+            from mockbroker.server.oauthbearer import OAuthBearerServer, ValidatorOptions
+
+            try:
+                options = ValidatorOptions.from_config(self.config or {}, self.listener)
+            except ValueError as exc:  # a bad option: every OAUTHBEARER login fails, the broker says why
+                log.error("OAUTHBEARER on listener %s: %s", self.listener, exc)
+                raise KafkaError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, f"OAUTHBEARER is misconfigured: {exc}") from None
+            return OAuthBearerServer(options)
+        return ScramServer(self.credentials, mechanism)
 
     # -- SaslAuthenticate or a raw token -------------------------------------------------------
     def authenticate(self, token: bytes, now_ms: int) -> tuple[bytes, bool]:
@@ -235,9 +258,13 @@ class SaslSession:
             raise KafkaError(ErrorCode.ILLEGAL_SASL_STATE,
                              "SaslAuthenticate request received after successful authentication"
                              if self.state == COMPLETE else "Unexpected SaslAuthenticate request")
+        if self.mechanism == "OAUTHBEARER":
+            self.server.now_ms = now_ms
         try:
             done, answer = self.server.step(token)
             if not done:
+                if self.mechanism == "OAUTHBEARER":
+                    log.info("OAUTHBEARER token refused: %s", self.server.reason)
                 return answer, False
             principal = f"User:{self.server.user}"
             if self.reauthenticating and principal != self.principal:
@@ -247,16 +274,27 @@ class SaslSession:
             self.state = FAILED
             self.raw_tokens = False
             raise
+        if self.reauthenticating:
+            self.reauthentications += 1
         self.principal = principal
         self.state = COMPLETE
         self.raw_tokens = False
         self.reauthenticating = False
+        credential_expires = getattr(self.server, "expires_at_ms", None)
         self.server = None
         self.authenticated_at = now_ms
-        self.expires_at_ms = now_ms + self.reauth_ms if self.reauth_ms > 0 else None
+        # Kafka's SaslServerAuthenticator: the sooner of the credential's expiry and connections.max.reauth.ms
+        if credential_expires is None and self.reauth_ms <= 0:
+            self.lifetime_ms, self.expires_at_ms = 0, None
+        else:
+            lifetimes = [self.reauth_ms] if self.reauth_ms > 0 else []
+            if credential_expires is not None:
+                lifetimes.append(credential_expires - now_ms)
+            self.lifetime_ms = max(0, min(lifetimes))
+            self.expires_at_ms = now_ms + self.lifetime_ms
         return answer, True
 
     @property
     def session_lifetime_ms(self) -> int:
-        return self.reauth_ms if self.reauth_ms > 0 else 0
+        return self.lifetime_ms
 

@@ -2,9 +2,14 @@
 
 TLS needs a certificate chain and key: ``ssl_certfile``/``ssl_keyfile`` (PEM), Kafka's
 ``ssl.keystore.location`` (a PEM file holding the key and the chain, as with ``ssl.keystore.type=PEM``;
-``ssl.key.password`` if the key is encrypted), or a ready server-side ``ssl_context``.  Mutual TLS:
-``ssl.client.auth`` = ``required`` (or ``requested``) with the CA in ``ssl_cafile`` /
-``ssl.truststore.location``.  A client that presents a certificate on an SSL listener is
+``ssl.key.password`` if the key is encrypted), or a ready server-side ``ssl_context`` (then used as it is
+on every TLS listener).  Mutual TLS: ``ssl.client.auth`` = ``required`` (or ``requested``: a client may
+present one) with the CA in ``ssl_cafile`` / ``ssl.truststore.location``.  As in Kafka (KIP-684) the
+broker-wide ``ssl.client.auth`` applies to SSL listeners only; ``listener.name.<listener>.ssl.client.auth``
+(the listener name lowercased) sets it for one listener, and is the only way a SASL_SSL listener asks
+for client certificates.  A ``listener.name.*`` key naming no listener, or a misspelt suffix of one the
+mock reads, is refused with one line naming the nearest valid name.  A client that presents a
+certificate on an SSL listener is
 ``User:<subject DN>``, the DN written as Kafka writes it (Java's X500Principal RFC 2253 form: most
 specific RDN first, ``CN=client,OU=eng,O=acme``); without one it is ``User:ANONYMOUS``.  On SASL_SSL
 the SASL principal replaces it once the client authenticates.
@@ -20,6 +25,8 @@ from mockbroker.plain import Slotted
 from mockbroker.server.listeners import WILDCARDS, ListenerSpec, broker_port, parse_advertised, parse_listeners
 
 CLIENT_AUTH = ("none", "requested", "required")
+# the listener-prefixed settings the mock reads (listener.name.<listener>.<suffix>)
+LISTENER_SUFFIXES = ("ssl.client.auth", "oauthbearer.sasl.jaas.config")
 _RFC2253_KEYWORDS = {"2.5.4.3", "2.5.4.6", "2.5.4.7", "2.5.4.8", "2.5.4.10", "2.5.4.11", "2.5.4.9",
                      "0.9.2342.19200300.100.1.25", "0.9.2342.19200300.100.1.1"}  # CN C L ST O OU STREET DC UID
 
@@ -27,13 +34,21 @@ _RFC2253_KEYWORDS = {"2.5.4.3", "2.5.4.6", "2.5.4.7", "2.5.4.8", "2.5.4.10", "2.
 class Security(Slotted):
     """What every broker of a cluster listens on and with which TLS settings."""
 
-    __slots__ = ("advertised", "listeners", "ssl_context")
+    __slots__ = ("advertised", "contexts", "listeners", "ssl_context")
 
     def __init__(self, listeners: list[ListenerSpec], advertised: dict[str, tuple[str, int]] | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None,
+                 contexts: dict[str, ssl.SSLContext] | None = None) -> None:
         self.listeners = listeners
         self.advertised: dict[str, tuple[str, int]] = {} if advertised is None else advertised
-        self.ssl_context = ssl_context
+        self.ssl_context = ssl_context  # the first TLS listener's (or the one given)
+        self.contexts: dict[str, ssl.SSLContext] = {} if contexts is None else contexts  # by listener name
+
+    def context_for(self, spec: ListenerSpec) -> ssl.SSLContext | None:
+        """The server TLS context of a listener (None: plain TCP)."""
+        if not spec.uses_ssl:
+            return None
+        return self.contexts.get(spec.name, self.ssl_context)
 
     @classmethod
     def from_options(cls, config: Mapping[str, Any], host: str, port: int, *,
@@ -47,13 +62,25 @@ class Security(Slotted):
                                     host, port)
         listeners = [ListenerSpec(s.name, s.protocol, s.host or host, s.port) for s in listeners]
         advertised = parse_advertised(config.get("advertised.listeners"), listeners)
-        if ssl_context is None and any(s.uses_ssl for s in listeners):
-            ssl_context = server_ssl_context(
-                ssl_certfile or config.get("ssl.keystore.location"), ssl_keyfile,
-                ssl_cafile or config.get("ssl.truststore.location"),
-                ssl_client_auth or config.get("ssl.client.auth") or "none",
-                ssl_password or config.get("ssl.key.password"))
-        return cls(listeners, advertised, ssl_context)
+        check_listener_keys(config, listeners)
+        contexts: dict[str, ssl.SSLContext] = {}
+        if ssl_context is None:
+            broker_wide = str(ssl_client_auth or config.get("ssl.client.auth") or "none").strip().lower()
+            if broker_wide not in CLIENT_AUTH:  # refused even when no SSL listener reads it
+                raise ValueError(f"ssl.client.auth must be one of {', '.join(CLIENT_AUTH)}, not {broker_wide!r}")
+            by_mode: dict[str, ssl.SSLContext] = {}
+            for spec in listeners:
+                if not spec.uses_ssl:
+                    continue
+                mode = listener_client_auth(config, spec, broker_wide)
+                if mode not in by_mode:
+                    by_mode[mode] = server_ssl_context(
+                        ssl_certfile or config.get("ssl.keystore.location"), ssl_keyfile,
+                        ssl_cafile or config.get("ssl.truststore.location"), mode,
+                        ssl_password or config.get("ssl.key.password"))
+                contexts[spec.name] = by_mode[mode]
+            ssl_context = next(iter(contexts.values()), None)
+        return cls(listeners, advertised, ssl_context, contexts)
 
     def endpoints(self, node_id: int, bound: Mapping[str, int], advertised_host: str,
                   host_given: bool = False) -> dict[str, tuple[str, int]]:
@@ -71,6 +98,42 @@ class Security(Slotted):
                 host = advertised_host if host_given or spec.host in WILDCARDS else spec.host
             out[spec.name] = (host, port)
         return out
+
+
+def listener_client_auth(config: Mapping[str, Any], spec: ListenerSpec, broker_wide: str) -> str:
+    """KIP-684: ``listener.name.<listener>.ssl.client.auth`` when set; else the broker-wide
+    ``ssl.client.auth`` on SSL listeners and ``none`` on SASL_SSL ones."""
+    key = f"listener.name.{spec.name.lower()}.ssl.client.auth"
+    value = config.get(key)
+    if value is None or not str(value).strip():
+        return broker_wide if spec.protocol == "SSL" else "none"
+    mode = str(value).strip().lower()
+    if mode not in CLIENT_AUTH:
+        raise ValueError(f"{key} must be one of {', '.join(CLIENT_AUTH)}, not {value!r}")
+    return mode
+
+
+def check_listener_keys(config: Mapping[str, Any], listeners: list[ListenerSpec]) -> None:
+    """A ``listener.name.<listener>.<setting>`` key must name a listener; a setting close to one the
+    mock reads (a typo) is refused naming it.  Other Kafka per-listener settings pass, unread."""
+    given = config.values if isinstance(getattr(config, "values", None), dict) else config  # a BrokerConfig or dict
+    keys = [k for k in given if isinstance(k, str) and k.startswith("listener.name.")]
+    if not keys:
+        return
+    import difflib  # loaded only when such keys are given
+
+    names = [s.name.lower() for s in listeners]
+    for key in keys:
+        listener, _, suffix = key[len("listener.name."):].partition(".")
+        if listener not in names:
+            near = difflib.get_close_matches(listener, names, 1, 0.0)
+            raise ValueError(f"unknown config {key}: no listener {listener!r} (listener names are lowercased; "
+                             f"did you mean listener.name.{near[0]}.{suffix}?)" if near else
+                             f"unknown config {key}: no listener {listener!r}")
+        if suffix not in LISTENER_SUFFIXES:
+            near = difflib.get_close_matches(suffix, LISTENER_SUFFIXES, 1, 0.8)
+            if near:
+                raise ValueError(f"unknown config {key}: did you mean listener.name.{listener}.{near[0]}?")
 
 
 def server_ssl_context(certfile: str | None, keyfile: str | None = None, cafile: str | None = None,
