@@ -287,6 +287,12 @@ async def get_group(request: web.Request) -> web.Response:
     return web.json_response(_group(group))
 
 
+async def get_telemetry(request: web.Request) -> web.Response:
+    cluster = _cluster(request)
+    clients = cluster.state.config_admin.client_metrics.telemetry()
+    return web.json_response({"clients": [clients[k] for k in sorted(clients)]})
+
+
 def _group(group: Any) -> dict[str, Any]:
     members = list(group.consumer.members) if group.consumer is not None else list(group.members)
     return {"group_id": group.group_id, "type": group.group_type, "state": group.state_name,
@@ -305,6 +311,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/faults/{id}/wait", wait_fault),
     ("GET", "/journal", get_journal), ("DELETE", "/journal", clear_journal),
     ("GET", "/groups", list_groups), ("GET", "/groups/{id}", get_group),
+    ("GET", "/telemetry", get_telemetry),
     ("GET", "/quotas", list_quotas), ("POST", "/quotas", set_quota), ("DELETE", "/quotas", clear_quotas),
 ]
 

@@ -170,6 +170,14 @@ class Journal:
         if codes:
             entry._errors = tuple(codes)  # named when read (JournalEntry.errors)
 
+    def annotate(self, connection: str, correlation_id: int, key: str, value: Any) -> None:
+        """Add ``key: value`` to the ``about`` of the pending entry of a request being handled (looked for
+        among the newest entries): what a handler learns from the request, as PushTelemetry's metrics."""
+        for entry in itertools.islice(reversed(self._entries), 64):
+            if entry.connection == connection and entry.correlation_id == correlation_id:
+                entry._about = _freeze({**entry.about, key: value})
+                return
+
     def entries(self, api: str | int | None = None, client_id: str | None = None, broker: int | None = None,
                 since_seq: int = 0, errors_only: bool = False) -> list[JournalEntry]:
         items = list(self._entries)

@@ -113,4 +113,8 @@ def config_denied(ctx: Any, operation: int, resource_type: int, name: str) -> in
         return 0 if authorize_cluster(ctx, operation) else int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if resource_type == CONFIG_TOPIC:
         return 0 if authorize(ctx, operation, TOPIC, name) else int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    if resource_type == 16:  # CLIENT_METRICS: on the cluster, as Kafka
+        return 0 if authorize_cluster(ctx, operation) else int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    if resource_type == 32:  # GROUP: on the group
+        return 0 if authorize(ctx, operation, GROUP, name) else int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     return 0

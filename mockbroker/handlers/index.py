@@ -61,5 +61,8 @@ HANDLER_INDEX: dict[int, tuple[str, int, int]] = {
     66: ("k66_list_transactions", 0, 2),
     68: ("k68_consumer_group_heartbeat", 0, 1),
     69: ("k69_consumer_group_describe", 0, 0),
+    71: ("k71_get_telemetry_subscriptions", 0, 0),
+    72: ("k72_push_telemetry", 0, 0),
+    74: ("k74_list_config_resources", 0, 1),
     75: ("k75_describe_topic_partitions", 0, 0),
 }

@@ -10,6 +10,10 @@ Behavior (logic in mockbroker.state.config_admin):
   them dynamically); "" -> only the cluster-wide dynamic defaults; another id or a non-number ->
   INVALID_REQUEST. Sensitive (PASSWORD) configs have a null value, in synonyms too.
 - BROKER_LOGGER (8): the mock's Python loggers and levels (source 6); name must be this broker's id.
+- GROUP (32): every group config (mockbroker.state.group_configs), source 8 GROUP_CONFIG when set on
+  the group, else its broker synonym's; the group need not exist; "" -> INVALID_REQUEST.
+- CLIENT_METRICS (16): the configs set on the subscription (source 7 CLIENT_METRICS_CONFIG), none for
+  an unknown one, as Kafka; "" -> INVALID_REQUEST.
 - Other resource types -> INVALID_REQUEST "Unsupported resource type".
 - include_synonyms (v1+): the topic override, then the broker synonym's layers in Kafka's order.
   include_documentation (v3+): one line per config; config_type (v3+) always. v0: is_default.

@@ -12,6 +12,8 @@ Behavior (logic in mockbroker.state.config_admin):
   BROKER (4): "" sets the cluster-wide dynamic defaults, an id must be the receiving broker's
   (else INVALID_REQUEST); read-only configs and badly typed values -> INVALID_REQUEST (Kafka's
   KAFKA-13609 behaviour). Values change the cluster's configuration, and so the mock's behaviour.
+  GROUP (32) and CLIENT_METRICS (16): the group's configs / the subscription become the ones given,
+  checked as IncrementalAlterConfigs checks them.
   BROKER_LOGGER and other types -> INVALID_REQUEST "Unknown resource type".
 - With ACLs on: ALTER_CONFIGS on the topic for TOPIC (else TOPIC_AUTHORIZATION_FAILED, checked before
   the name and existence checks), on the cluster for BROKER (else CLUSTER_AUTHORIZATION_FAILED, checked

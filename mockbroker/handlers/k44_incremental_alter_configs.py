@@ -12,6 +12,10 @@ Behavior (logic in mockbroker.state.config_admin and state.broker_loggers):
 - BROKER_LOGGER (8): name must be this broker's id; SET a level (FATAL ERROR WARN INFO DEBUG TRACE,
   else INVALID_CONFIG) of root or a mockbroker logger (unknown logger -> INVALID_CONFIG), DELETE
   unsets it (root -> INVALID_REQUEST), APPEND/SUBTRACT -> INVALID_REQUEST.
+- GROUP (32): Kafka's group configs (state.group_configs): unknown name or bad value -> INVALID_CONFIG
+  with Kafka's message. CLIENT_METRICS (16): subscriptions (state.client_metrics); deleting every
+  config removes the subscription; unknown name or interval out of range -> INVALID_REQUEST, bad
+  match pattern -> INVALID_CONFIG.
 - Other resource types -> INVALID_REQUEST "Unknown resource type".
 - With ACLs on, after the duplicate and null checks: ALTER_CONFIGS on the topic for TOPIC (else
   TOPIC_AUTHORIZATION_FAILED, before the name and existence checks), on the cluster for BROKER_LOGGER

@@ -11,8 +11,9 @@ Behavior (see mockbroker.state.consumer_groups for the group model):
   Python cannot compile -> INVALID_REGULAR_EXPRESSION; a classic group with members ->
   GROUP_ID_NOT_FOUND; NOT_COORDINATOR on the wrong broker.
 - With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first, as Kafka).
-- The answer carries the member's epoch, `group.consumer.heartbeat.interval.ms` and, when it changed,
-  the assignment (topic ids and partitions).
+- The answer carries the member's epoch, the group's `consumer.heartbeat.interval.ms` (GROUP config,
+  else the broker's `group.consumer.heartbeat.interval.ms`) and, when it changed, the assignment
+  (topic ids and partitions). Members are expired after the group's `consumer.session.timeout.ms`.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _assignment(ctx: Any, parts: dict[str, set[int]]) -> Any:
 
 @register(68, 0, 1)
 def handle(ctx: Any, req: Any) -> Any:
-    interval = ctx.cluster.config["group.consumer.heartbeat.interval.ms"]
+    interval = ctx.cluster.group_config_value(req.group_id, "consumer.heartbeat.interval.ms")
     code = not_coordinator(ctx, req.group_id)
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
         code = ErrorCode.GROUP_AUTHORIZATION_FAILED

@@ -22,12 +22,15 @@ from typing import TYPE_CHECKING, Any
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state import broker_loggers
 from mockbroker.state import config_catalogue as cat
+from mockbroker.state.client_metrics import CLIENT_METRICS_SOURCE, ClientMetrics
 from mockbroker.state.config import BROKER_DEFAULTS, BrokerConfig
+from mockbroker.state.group_configs import GROUP_CONFIGS, GroupConfigs
 
 if TYPE_CHECKING:
     from mockbroker.state.cluster import ClusterState, Topic
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+CLIENT_METRICS, GROUP = 16, 32  # mockbroker.state.client_metrics, mockbroker.state.group_configs
 _TOPIC_OF_BROKER = {spec.synonym: name for name, spec in cat.TOPIC_CONFIGS.items() if spec.synonym}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -77,7 +80,7 @@ def _check_type(name: str, value: str, kind: int) -> bool:
 
 
 def _apply_ops(current: dict[str, str], ops: Iterable[tuple[str, int, str | None]],
-               default_of: Any) -> dict[str, str]:
+               default_of: Any, is_list: Any = cat.is_list) -> dict[str, str]:
     """IncrementalAlterConfigs operations on a copy of a resource's overrides (Kafka's
     prepareIncrementalConfigs: APPEND/SUBTRACT start from the override, else the default)."""
     out = dict(current)
@@ -88,8 +91,8 @@ def _apply_ops(current: dict[str, str], ops: Iterable[tuple[str, int, str | None
             out.pop(name, None)
         elif op in (APPEND, SUBTRACT):
             verb = "append" if op == APPEND else "subtract"
-            if not cat.is_list(name):
-                if name not in cat.TOPIC_CONFIGS and name not in cat.BROKER_CONFIGS:
+            if not is_list(name):
+                if name not in cat.TOPIC_CONFIGS and name not in cat.BROKER_CONFIGS and is_list is cat.is_list:
                     raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")
             base = out.get(name, default_of(name) or "")
@@ -119,6 +122,8 @@ class ConfigAdmin:
         self.cluster = cluster
         self.dynamic_default: dict[str, str] = {}
         self.dynamic_broker: dict[int, dict[str, str]] = {}
+        self.group_configs = GroupConfigs(lambda name: cat.config_text(self.config.get(name)))
+        self.client_metrics = ClientMetrics()
 
     @property
     def config(self) -> BrokerConfig:
@@ -244,6 +249,9 @@ class ConfigAdmin:
                 synonyms = [(name, str(broker_id), cat.STATIC_BROKER_CONFIG)]
             elif name == "log.dirs":  # "{id}" in the mock's value stands for the broker's id
                 synonyms = [(n, v.replace("{id}", str(broker_id)) if v else v, src) for n, v, src in synonyms]
+            elif name == "broker.rack" and resource_name:  # each broker's own (static) rack, when it has one
+                info = self.cluster.brokers.get(broker_id)
+                synonyms = [(name, info.rack, cat.STATIC_BROKER_CONFIG)] if info is not None and info.rack else []
             if resource_name == "":
                 synonyms = [s for s in synonyms if s[2] == cat.DYNAMIC_DEFAULT_BROKER_CONFIG]
             value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (None, cat.DEFAULT_CONFIG)
@@ -269,6 +277,14 @@ class ConfigAdmin:
             wanted = set(keys or ())
             return [ConfigEntry(name, level, cat.DYNAMIC_BROKER_LOGGER_CONFIG)
                     for name, level in broker_loggers.describe().items() if not wanted or name in wanted]
+        if resource_type == GROUP:
+            return [ConfigEntry(n, v, src, False, False, kind, doc, syn) for n, v, src, kind, doc, syn in
+                    self.group_configs.describe(resource_name, keys, lambda b: self._broker_synonyms(b, broker_id),
+                                                documentation)]
+        if resource_type == CLIENT_METRICS:
+            # Kafka lists only the configs set, with no config type (UNKNOWN) and no synonyms
+            return [ConfigEntry(n, v, CLIENT_METRICS_SOURCE)
+                    for n, v, _kind in self.client_metrics.describe(resource_name, keys)]
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {resource_type}")
 
     # -- alter --------------------------------------------------------------------------------
@@ -285,6 +301,10 @@ class ConfigAdmin:
             self._validate_broker(configs)
             if not validate_only:
                 self._set_broker_layer(node, configs)
+        elif resource_type == GROUP:
+            self.group_configs.replace(resource_name, configs, validate_only)
+        elif resource_type == CLIENT_METRICS:
+            self.client_metrics.replace(resource_name, configs, validate_only)
         else:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 
@@ -308,6 +328,15 @@ class ConfigAdmin:
                 self._set_broker_layer(node, updated)
         elif resource_type == BROKER_LOGGER:
             broker_loggers.alter(ops, broker_id, resource_name, validate_only)
+        elif resource_type == GROUP:
+            updated = _apply_ops(self.group_configs.of(resource_name), ops,
+                                 lambda n: self.group_configs.default(n) if n in GROUP_CONFIGS else None,
+                                 lambda n: False)
+            self.group_configs.replace(resource_name, updated, validate_only)
+        elif resource_type == CLIENT_METRICS:
+            updated = _apply_ops(self.client_metrics.props(resource_name), ops, lambda n: "",
+                                 lambda n: n in ("metrics", "match"))
+            self.client_metrics.replace(resource_name, updated, validate_only)
         else:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 

@@ -97,7 +97,7 @@ def test_describe_filters_errors_and_no_synonyms_unless_asked(configured: MockCl
     assert (missing.error_code, missing.error_message, missing.configs) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                                             None, [])
     assert describe(port, 1, TOPIC, "bad name!").error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
-    assert describe(port, 1, 16, "x").error_code == ErrorCode.INVALID_REQUEST
+    assert describe(port, 1, 64, "x").error_code == ErrorCode.INVALID_REQUEST
     assert describe(port, 1, BROKER, "0").error_code == ErrorCode.INVALID_REQUEST  # not the receiving broker
     assert describe(port, 1, BROKER, "one").error_code == ErrorCode.INVALID_REQUEST
 
@@ -132,7 +132,7 @@ def test_alter_replaces_overrides_every_version(configured: MockCluster) -> None
     codes = [c for c, _ in alter(port, 2, [
         (TOPIC, "t", {"no.such": "1"}), (TOPIC, "missing", {}), (TOPIC, "bad name!", {}),
         (BROKER, "0", {"num.partitions": "3"}), (BROKER, "1", {"log.retention.ms": "1"}),
-        (BROKER, "0", {"log.retention.ms": "soon"}), (BROKER_LOGGER, "0", {"root": "INFO"}), (16, "x", {}),
+        (BROKER, "0", {"log.retention.ms": "soon"}), (BROKER_LOGGER, "0", {"root": "INFO"}), (64, "x", {}),
     ])]
     assert codes == [ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_TOPIC_EXCEPTION,
                      ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST,

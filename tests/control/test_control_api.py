@@ -135,6 +135,11 @@ def test_the_whole_api_with_a_real_client(cluster: MockCluster) -> None:
     assert len(api.call("GET", "/quotas").json()["quotas"]) == 1
     assert api.call("DELETE", "/quotas").status == 204 and cluster.quotas() == []
 
+    # client telemetry: librdkafka asks for subscriptions, and with none it pushes nothing
+    # (tests/clients/test_telemetry.py has the pushes)
+    clients = api.call("GET", "/telemetry").json()["clients"]
+    assert clients and all(c["requested_metrics"] == [] and c["pushes"] == 0 for c in clients)
+
     # reset, delete
     assert api.call("DELETE", "/topics/orders").status == 204
     assert api.call("DELETE", "/topics/orders").status == 404
