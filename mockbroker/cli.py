@@ -137,7 +137,7 @@ async def _serve(args: argparse.Namespace) -> int:
                               listener_security_protocol_map=args.listener_security_protocol_map,
                               sasl_users=_sasl_users(args.sasl_user), ssl_certfile=args.ssl_certfile,
                               ssl_keyfile=args.ssl_keyfile, ssl_cafile=args.ssl_cafile,
-                              ssl_client_auth=args.ssl_client_auth)
+                              ssl_client_auth=args.ssl_client_auth, racks=args.racks)
         await cluster.start()
     except (OSError, KafkaError, ValueError) as exc:
         print(f"mockbroker: cannot start: {exc}", file=sys.stderr)
@@ -181,7 +181,9 @@ def _add_security_arguments(serve: Any) -> None:
     serve.add_argument("--ssl-cafile", default=env("MOCKBROKER_SSL_CAFILE"),
                        help="PEM CA of client certificates (mutual TLS)")
     serve.add_argument("--ssl-client-auth", default=env("MOCKBROKER_SSL_CLIENT_AUTH"),
-                       choices=("none", "requested", "required"), help="Kafka's ssl.client.auth")
+                       choices=("none", "requested", "required"),
+                       help="Kafka's ssl.client.auth: SSL listeners only (KIP-684); one listener, SASL_SSL too: "
+                            "--config listener.name.<listener>.ssl.client.auth=required")
 
 
 def _add_scenario_parser(sub: Any) -> None:
@@ -241,6 +243,9 @@ def _add_serve_parser(sub: Any) -> None:
     serve.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]")
     serve.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                        help="broker config, Kafka names (e.g. auto.create.topics.enable=false)")
+    serve.add_argument("--racks", default=os.environ.get("MOCKBROKER_RACKS") or None, metavar="RACK,RACK,...",
+                       help="each broker's broker.rack, one per broker in node id order (e.g. a,b,c; "
+                            "$MOCKBROKER_RACKS)")
     serve.add_argument("--control-port", type=int, default=_env_int("MOCKBROKER_CONTROL_PORT", None),
                        help="serve the HTTP control API on this port (0 = a free port; $MOCKBROKER_CONTROL_PORT)")
     serve.add_argument("--control-host", default=os.environ.get("MOCKBROKER_CONTROL_HOST", "127.0.0.1"),

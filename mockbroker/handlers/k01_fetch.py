@@ -1,18 +1,26 @@
 """Fetch: v0-18.
 
-Behavior:
+Behavior (which partitions a fetch reads, and who may serve them: handlers/fetch_partitions.py):
 - Whole stored batches from the one holding fetch_offset, within partition_max_bytes and the
   request's max_bytes capped by the broker's `fetch.max.bytes` (v3+, as Kafka); the first batch of
   the first non-empty partition is returned even when larger, as Kafka does. Stored batches go to the
   socket as they are (a list of buffers).
 - min_bytes / max_wait_ms long-poll: the answer waits until enough bytes arrive (woken by appends)
   or the wait ends; a leader change or epoch bump of a partition answers at once (its error, as
-  Kafka completes delayed fetches when leadership changes).
+  Kafka completes delayed fetches when leadership changes); so does the log start moving (DeleteRecords,
+  retention): a fetch now below it answers OFFSET_OUT_OF_RANGE.
 - Errors per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER,
   OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (current_leader_epoch, v9+).
   With ACLs on: partitions of topics without READ -> TOPIC_AUTHORIZATION_FAILED (before the
-  existence check for names, after it for ids, as Kafka).
-- Incremental fetch sessions (KIP-227, v7+): see mockbroker.state.fetch_sessions.
+  existence check for names, after it for ids, as Kafka); each distinct topic is authorized once,
+  however often the request names it (Kafka's filterByAuthorized over the set of names).
+- Fetch from follower (KIP-392, mockbroker.state.replica_selector): a consumer's fetch (v11+) is answered
+  by any replica (capped at the high watermark, from the one shared log); with the rack-aware
+  replica.selector.class the leader answers a consumer in a follower's rack at once with
+  preferred_read_replica and no records.  A fetch begun at the leader still answers
+  NOT_LEADER_OR_FOLLOWER when the leader moves while it waits.
+- Incremental fetch sessions (KIP-227, v7+): see mockbroker.state.fetch_sessions; a partition whose fetch
+  offset moved (it answered records) goes to the end of the session's list, Kafka's round robin.
 - isolation_level read_committed (v4+): only batches below the last stable offset (the first
   offset of the oldest open transaction), and the aborted transactions overlapping the returned
   offsets so the client can drop their records. Every answer (v4+) carries the last stable offset.
@@ -35,19 +43,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from mockbroker.batches import down_convert
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults.journal import PRODUCE_ABOUT
-from mockbroker.handlers import authz
+from mockbroker.handlers.fetch_partitions import WANTED_READER as _WANTED
+from mockbroker.handlers.fetch_partitions import Wanted
+from mockbroker.handlers.fetch_partitions import from_any_replica as _from_any_replica
+from mockbroker.handlers.fetch_partitions import resolve as _resolve
+from mockbroker.handlers.fetch_partitions import steered_rack as _steered_rack
 from mockbroker.handlers.registry import LANES, Encoded, register
 from mockbroker.protocol import api, fast_fetch
 from mockbroker.server.dispatch import RequestContext, encoded_answer, journal_answer
 from mockbroker.server.pending import Pending
-from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
+from mockbroker.state import replica_selector as replicas
+from mockbroker.state.fetch_sessions import FetchSession
 from mockbroker.state.log import PartitionLog
 
 RESP = api.response_module(1)
@@ -60,117 +72,21 @@ _UNSET = RESP.EpochEndOffset(), RESP.LeaderIdAndEpoch(), RESP.SnapshotId()
 _FROM_LOGS = fast_fetch.answer_from_logs
 
 
-@dataclass(slots=True)
-class Wanted:
-    name: str
-    topic_id: bytes
-    partition: int
-    fetch_offset: int
-    max_bytes: int
-    leader_epoch: int
-    log: PartitionLog | None = None
-    error: int = 0
+def _redirected(log: PartitionLog, w: Wanted, preferred: int, isolation: int) -> Any:
+    """A leader's answer naming the follower to read from: no records, the offsets as a read would give
+    them (Kafka's readFromLog skips the read when a preferred read replica is chosen)."""
+    diverging, leader, snapshot = _UNSET
+    end = log.next_offset
+    return RESP.PartitionData(partition_index=w.partition, error_code=0, high_watermark=end,
+                              last_stable_offset=log.last_stable_offset if log.producers.open_txns else end,
+                              log_start_offset=log.log_start_offset, diverging_epoch=diverging,
+                              current_leader=leader, snapshot_id=snapshot,
+                              aborted_transactions=[] if isolation else None, preferred_read_replica=preferred,
+                              records=b"")
 
 
-# a request's partitions made into Wanted in C when every one is known and led here (None: not built)
-_WANTED = fast_fetch.wanted_reader(Wanted)
-
-
-def _sessions(ctx: Any) -> Any:
-    return ctx.broker.fetch_sessions
-
-
-def _topic(ctx: Any, name: str, topic_id: bytes, use_ids: bool) -> tuple[str, bytes, Any, int]:
-    """A fetched topic, READ checked once for all its partitions (as Kafka authorizes the distinct
-    topics of a fetch): (name, topic id, the Topic or None, the error for its partitions)."""
-    if not use_ids and not authz.authorize(ctx, authz.READ, authz.TOPIC, name):
-        return name, topic_id, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    try:
-        topic = ctx.cluster.topic_by_id(topic_id) if use_ids else ctx.cluster.topic(name)
-    except KafkaError as exc:
-        return name, topic_id, None, exc.code
-    if use_ids and not authz.authorize(ctx, authz.READ, authz.TOPIC, topic.name):
-        return topic.name, topic.topic_id, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    return topic.name, topic.topic_id, topic, 0
-
-
-def _partition(ctx: Any, found: tuple[str, bytes, Any, int], index: int) -> tuple[PartitionLog | None, int]:
-    """The log of partition ``index`` of a topic :func:`_topic` found, led here: (log, 0) or (None, error).
-    (:func:`_resolve` finds the usual partition, led here, without it.)"""
-    name, _topic_id, topic, error = found
-    if topic is None:
-        return None, error
-    try:
-        return ctx.cluster.leader_partition(name, index, ctx.broker_id, topic), 0
-    except KafkaError as exc:
-        return None, exc.code
-
-
-def _resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, bool]:
-    """The partitions this fetch covers, the session (if any) and whether it is incremental."""
-    use_ids = ctx.api_version >= 13
-    cluster = ctx.cluster
-    requested = None
-    if _WANTED is not None and not cluster.acls.enabled:  # every partition known and led here: made in C
-        requested = _WANTED(req.topics, cluster.topics_by_id if use_ids else cluster.topics, ctx.broker_id, use_ids)
-    if requested is None:
-        requested = _requested(ctx, req, use_ids)
-    if ctx.api_version < 7 or (req.session_id == 0 and req.session_epoch == FINAL_EPOCH):
-        return requested, None, False
-    cache = _sessions(ctx)
-    if req.session_epoch in (INITIAL_EPOCH, FINAL_EPOCH):
-        if req.session_id:
-            cache.close(req.session_id)
-        session = cache.open() if req.session_epoch == INITIAL_EPOCH else None
-        if session is not None:
-            for w in requested:
-                session.partitions[(w.name, w.partition)] = SessionPartition(
-                    w.topic_id, w.fetch_offset, w.max_bytes, w.leader_epoch)
-        return requested, session, False
-    session = cache.resume(req.session_id, req.session_epoch)
-    for w in requested:
-        session.partitions[(w.name, w.partition)] = SessionPartition(
-            w.topic_id, w.fetch_offset, w.max_bytes, w.leader_epoch,
-            session.partitions.get((w.name, w.partition), SessionPartition(b"", 0, 0)).last_sent)
-    for f in req.forgotten_topics_data or []:
-        name = f.topic
-        if use_ids:
-            topic = ctx.cluster.topics_by_id.get(f.topic_id)
-            name = topic.name if topic else name
-        for index in f.partitions:
-            session.partitions.pop((name, index), None)
-    wanted = []
-    topics: dict[str, tuple[str, bytes, Any, int]] = {}
-    for (name, index), sp in session.partitions.items():
-        found = topics.get(name)
-        if found is None:
-            found = topics[name] = _topic(ctx, name, sp.topic_id, False)
-        log, err = _partition(ctx, found, index)
-        wanted.append(Wanted(found[0], found[1] or sp.topic_id, index, sp.fetch_offset, sp.max_bytes,
-                             sp.current_leader_epoch, log, err))
-    return wanted, session, True
-
-
-def _requested(ctx: Any, req: Any, use_ids: bool) -> list[Wanted]:
-    """The partitions a fetch names, each found (its log) or with its error."""
-    requested = []
-    broker_id = ctx.broker_id
-    for t in req.topics:
-        found = _topic(ctx, t.topic, t.topic_id, use_ids)
-        name, tid, topic = found[0], found[1], found[2]
-        logs = topic.partitions if topic is not None else ()
-        for p in t.partitions:
-            index = p.partition
-            if 0 <= index < len(logs) and logs[index].leader == broker_id:  # the usual partition: led here
-                log, err = logs[index], 0
-            else:
-                log, err = _partition(ctx, found, index)
-            requested.append(Wanted(name, tid, index, p.fetch_offset, p.partition_max_bytes,
-                                    p.current_leader_epoch, log, err))
-    return requested
-
-
-def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tuple[Any, int]:
+def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int,
+          follower_ok: bool = False) -> tuple[Any, int]:
     version = ctx.api_version
     log = w.log
     diverging, leader, snapshot = _UNSET
@@ -181,8 +97,8 @@ def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int) -> tupl
                                   aborted_transactions=[] if isolation else None, records=b""), 0
     epoch = w.leader_epoch if version >= 9 else -1
     error = log.epoch_error(epoch) if epoch >= 0 and epoch != log.leader_epoch else 0
-    if not error and log.leader != ctx.broker_id:  # the leader moved while the fetch waited
-        error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if not error and log.leader != ctx.broker_id and not (follower_ok and ctx.broker_id in log.replicas):
+        error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # the leader moved while the fetch waited (or left the replicas)
     end = log.next_offset
     stable = log.last_stable_offset if log.producers.open_txns else end  # (no open transaction: the end)
     if w.fetch_offset == end and not error:  # at the end (the usual ones take _collect's shorter way)
@@ -242,15 +158,27 @@ def _budget(ctx: Any, req: Any) -> int:
     return min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"]) if ctx.api_version >= 3 else 2**31 - 1
 
 
-def _collect(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[tuple[Wanted, Any]], int, bool]:
+def _collect(ctx: Any, req: Any, wanted: list[Wanted],
+             held: frozenset[tuple[str, int]] | None = None) -> tuple[list[tuple[Wanted, Any]], int, bool]:
+    """The partitions' answers, their bytes and whether to answer now; ``held``: for a fetch that waited,
+    the partitions it began reading as a follower (one that began at the leader answers
+    NOT_LEADER_OR_FOLLOWER once the leader moves, so the client follows it at once)."""
     budget = _budget(ctx, req)
     isolation = req.isolation_level if ctx.api_version >= 4 else 0
     out = []
     total = 0
     errors = False
     broker_id, epochs = ctx.broker_id, ctx.api_version >= 9
+    follower_ok = _from_any_replica(ctx, req)
+    rack = _steered_rack(ctx, req)
     for w in wanted:
         log, offset = w.log, w.fetch_offset
+        if rack and log is not None and log.leader == broker_id and not (epochs and log.epoch_error(w.leader_epoch)):
+            preferred = replicas.preferred_read_replica(ctx.cluster, log, rack, offset)
+            if preferred >= 0:  # (answered at once, as Kafka answers a fetch naming a preferred replica)
+                out.append((w, _redirected(log, w, preferred, isolation)))
+                errors = True
+                continue
         if (log is not None and offset == log.next_offset and log.leader == broker_id and not log.producers.open_txns
                 and (not epochs or w.leader_epoch < 0 or w.leader_epoch == log.leader_epoch)):
             # still at its end, led here, its epoch current, no open transaction: what _read would
@@ -260,7 +188,8 @@ def _collect(ctx: Any, req: Any, wanted: list[Wanted]) -> tuple[list[tuple[Wante
             kept = log.answer_at_end
             out.append((w, kept[1] if kept is not None and kept[0] == key else _at_the_end(log, key)))
             continue
-        part, size = _read(ctx, w, max(budget - total, 0), total == 0, isolation)
+        part, size = _read(ctx, w, max(budget - total, 0), total == 0, isolation,
+                           follower_ok and (held is None or (w.name, w.partition) in held))
         total += size
         errors = errors or part.error_code != 0
         out.append((w, part))
@@ -273,7 +202,7 @@ def _build(ctx: Any, parts: list[tuple[Wanted, Any]], session: FetchSession | No
         if session is not None:
             sp = session.partitions.get((w.name, w.partition))
             state = (part.high_watermark, part.last_stable_offset, part.log_start_offset, part.error_code)
-            changed = sp is None or sp.last_sent != state or bool(part.records)
+            changed = sp is None or sp.last_sent != state or bool(part.records) or part.preferred_read_replica >= 0
             if sp is not None:
                 sp.last_sent = state
             if incremental and not changed:
@@ -292,7 +221,8 @@ def handle(ctx: Any, req: Any) -> Any:
         wanted, session, incremental = _resolve(ctx, req)
     except KafkaError as exc:
         return RESP.FetchResponse(error_code=exc.code, session_id=0, responses=[])
-    fast = _FROM_LOGS is not None and _unwatched(ctx)
+    steered = bool(_steered_rack(ctx, req))  # the leader may name a follower: read in Python, answered at once
+    fast = _FROM_LOGS is not None and _unwatched(ctx) and not steered
     if fast:
         waits = req.min_bytes > 0 and req.max_wait_ms > 0 and not ctx.connection.closed
         got = _from_logs(ctx, req, wanted, session, incremental, req.min_bytes if waits else 0)
@@ -302,7 +232,7 @@ def handle(ctx: Any, req: Any) -> Any:
             if session is not None:  # (fewer than min_bytes yet) a session's long poll waits in Python
                 return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[misc]
             return _parked(ctx, req, wanted, Pending(), _budget(ctx, req))
-    if req.min_bytes > 0 and req.max_wait_ms > 0 and _all_at_the_end(wanted, ctx.api_version) \
+    if req.min_bytes > 0 and req.max_wait_ms > 0 and not steered and _all_at_the_end(wanted, ctx.api_version) \
             and not ctx.connection.closed:  # the usual long poll: no partition has anything to answer
         return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[arg-type]
     parts, total, errors = _collect(ctx, req, wanted)
@@ -338,7 +268,7 @@ def _from_logs(ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession |
 def _answer_in_python(ctx: Any, req: Any, wanted: list[Wanted], answer: Pending, expired: bool) -> None:
     """A C long poll's check (fetch_wait.h) once its partitions stopped being the usual ones (a leader or
     epoch moved, a transaction opened): _LongPoll's check and expiry, for a fetch without a session."""
-    parts, total, errors = _collect(ctx, req, wanted)
+    parts, total, errors = _collect(ctx, req, wanted, frozenset())  # (begun at the leader: the usual ones)
     if expired or total >= req.min_bytes or errors or ctx.connection.closed:
         answer.settle(_build(ctx, parts, None, False))
 
@@ -383,8 +313,8 @@ class _LongPoll:
     Event with ``wait_for`` took two Tasks, and Futures a loop pass per callback (bench/NOTES.md "Long
     polls")."""
 
-    __slots__ = ("answer", "ctx", "fast", "incremental", "logs", "loop", "req", "scheduled", "session", "timer",
-                 "wanted")
+    __slots__ = ("answer", "ctx", "fast", "held", "incremental", "logs", "loop", "req", "scheduled", "session",
+                 "timer", "wanted")
 
     def __init__(self, ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None, incremental: bool,
                  logs: list[PartitionLog], fast: bool) -> None:
@@ -392,6 +322,8 @@ class _LongPoll:
         self.ctx, self.req, self.wanted, self.session, self.incremental, self.logs = (
             ctx, req, wanted, session, incremental, logs)
         self.fast = fast  # may be answered from the logs in C (_from_logs)
+        self.held = frozenset((w.name, w.partition) for w in wanted  # read as a follower (see _collect)
+                              if w.log is not None and w.log.leader != ctx.broker_id)
         self.scheduled = False
         self.answer = Pending()
         for log in logs:
@@ -415,7 +347,7 @@ class _LongPoll:
                 if got[0] is not None:
                     self.answer.settle(Encoded(got[0]))
                 return
-        parts, total, errors = _collect(self.ctx, self.req, self.wanted)
+        parts, total, errors = _collect(self.ctx, self.req, self.wanted, self.held)
         if total >= self.req.min_bytes or errors or self.ctx.connection.closed:
             self.answer.settle(_build(self.ctx, parts, self.session, self.incremental))
 
@@ -425,7 +357,7 @@ class _LongPoll:
             if got is not None:
                 self.answer.settle(Encoded(got[0]))
                 return
-            parts, _total, _errors = _collect(self.ctx, self.req, self.wanted)
+            parts, _total, _errors = _collect(self.ctx, self.req, self.wanted, self.held)
             self.answer.settle(_build(self.ctx, parts, self.session, self.incremental))
 
     def _done(self, _answer: Pending) -> None:
@@ -442,7 +374,8 @@ def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_i
     None (nothing done) when anything needs a word: fault rules, client quotas, ACLs, a network
     partition, a session, a partition not the usual one."""
     cluster = broker.cluster
-    if broker.partitioned or cluster.faults.rules or cluster.quotas.enabled or cluster.acls.enabled:
+    if broker.partitioned or cluster.faults.rules or cluster.quotas.enabled or cluster.acls.enabled \
+            or cluster.config.values.get(replicas.SELECTOR_CONFIG):  # (a consumer's rack may be sent to a follower)
         return None
     started = time.perf_counter()
     fetch_max_bytes = cluster.config.values["fetch.max.bytes"]  # (the dict itself: no __getitem__ call)

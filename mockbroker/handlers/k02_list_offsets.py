@@ -6,8 +6,10 @@ Behavior:
   largest timestamp (v7+), -4 earliest local (v8+,
   the log start here), -5 latest tiered (v9+: -1, nothing is tiered); any other timestamp: the first
   record at or after it, or offset -1 when there is none.
-- Only the partition leader answers: NOT_LEADER_OR_FOLLOWER elsewhere; unknown topics and partitions
-  UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v4+) checked like Fetch.
+- Only the partition leader answers: NOT_LEADER_OR_FOLLOWER elsewhere (consumers too, even those that
+  fetch from a follower, as Kafka); a follower answers only replica id -2 (Kafka's debugging
+  consumer); unknown topics and partitions UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v4+)
+  checked like Fetch.
 - v0 answers old_style_offsets, at most max_num_offsets of them (latest first).
 - With ACLs on: partitions of topics without DESCRIBE -> TOPIC_AUTHORIZATION_FAILED.
 """
@@ -27,6 +29,7 @@ from mockbroker.state.log import PartitionLog
 RESP = api.response_module(2)
 logger = logging.getLogger("mockbroker.list_offsets")
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
+DEBUGGING_REPLICA_ID = -2  # Kafka's ListOffsetsRequest.DEBUGGING_REPLICA_ID: any replica answers it
 
 
 def _first_at_or_after(log: PartitionLog, timestamp: int) -> tuple[int, int]:
@@ -60,7 +63,9 @@ def _max_timestamp(log: PartitionLog) -> tuple[int, int]:
 def _answer(ctx: Any, req: Any, topic: str, p: Any) -> Any:
     out = RESP.ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1)
     try:
-        log = ctx.cluster.leader_partition(topic, p.partition_index, ctx.broker_id)
+        log = ctx.cluster.partition(topic, p.partition_index)
+        if req.replica_id != DEBUGGING_REPLICA_ID or ctx.broker_id not in log.replicas:
+            log = ctx.cluster.leader_partition(topic, p.partition_index, ctx.broker_id)
     except KafkaError as exc:
         out.error_code = exc.code
         return out

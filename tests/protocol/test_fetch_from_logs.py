@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from mockbroker.handlers import k01_fetch
-from mockbroker.handlers.k01_fetch import Wanted
+from mockbroker.handlers import fetch_partitions, k01_fetch
+from mockbroker.handlers.fetch_partitions import Wanted
 from mockbroker.protocol import api, fast_fetch
 from mockbroker.protocol.runtime import HOLE_THRESHOLD
 from mockbroker.state.fetch_sessions import FetchSession, SessionPartition
@@ -168,7 +168,7 @@ def test_versions_it_does_not_write_are_declined() -> None:
 def test_a_requests_partitions_are_made_as_the_python_path_makes_them() -> None:
     from mockbroker.state.cluster import ClusterState
 
-    wanted_from_request = k01_fetch._WANTED
+    wanted_from_request = fetch_partitions.WANTED_READER
     assert wanted_from_request is not None
     state = ClusterState()
     for node in (1, 2):
@@ -193,11 +193,12 @@ def test_a_requests_partitions_are_made_as_the_python_path_makes_them() -> None:
         usual = request((here, [2, 0]), (mixed, [0]), (here, [1]))
         made = wanted_from_request(usual.topics, known, BROKER, use_ids)
         assert made is not None and all(type(w) is Wanted for w in made)
-        assert [fields(w) for w in made] == [fields(w) for w in k01_fetch._requested(ctx, usual, use_ids)]
+        assert [fields(w) for w in made] == [fields(w) for w in fetch_partitions.requested(ctx, usual, use_ids)]
         for unusual in (request((mixed, [1])), request((here, [3])), request((here, [-1])),
                         Q.FetchRequest(topics=[Q.FetchTopic(topic="nope", topic_id=b"n" * 16, partitions=[])])):
             assert wanted_from_request(unusual.topics, known, BROKER, use_ids) is None
-            assert any(w.error for w in k01_fetch._requested(ctx, unusual, use_ids)) or not unusual.topics[0].partitions
+            named = fetch_partitions.requested(ctx, unusual, use_ids)
+            assert any(w.error for w in named) or not unusual.topics[0].partitions
 
 
 def _session(rng: random.Random, wanted: list[Wanted]) -> FetchSession:
