@@ -7,7 +7,8 @@ Behavior:
 - Unknown topics are created when `auto.create.topics.enable` is on and the request allows it
   (always at v0-3, `allow_auto_topic_creation` from v4); otherwise UNKNOWN_TOPIC_OR_PARTITION.
   An illegal name gets INVALID_TOPIC_EXCEPTION. Unknown ids get UNKNOWN_TOPIC_ID.
-- Partitions carry leader, leader epoch, replicas, ISR (the live replicas) and offline replicas.
+- Partitions carry leader, leader epoch, replicas, ISR (the live replicas) and offline replicas; a
+  leaderless partition (leader -1, state/elections.py) LEADER_NOT_AVAILABLE and an empty ISR.
 - A topic's answer entry (its partition list encoded once) is kept and reused until a leader epoch
   changes (every leader or replica change bumps one), a partition is added or the set of live brokers
   changes; an all-topics answer made of the same entries as the last one reuses that one's topic list,
@@ -77,12 +78,13 @@ def _topic(topic: Topic, live: Any, live_key: tuple[int, ...]) -> Any:
         is_internal=topic.is_internal,
         partitions=EncodedList(
             RESP.MetadataResponsePartition(
-                error_code=0,
+                # leaderless (state/elections.py): LEADER_NOT_AVAILABLE and an empty ISR, as Kafka
+                error_code=0 if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
                 partition_index=p.index,
                 leader_id=p.leader,
                 leader_epoch=p.leader_epoch,
                 replica_nodes=list(p.replicas),
-                isr_nodes=[r for r in p.replicas if r in live],
+                isr_nodes=[r for r in p.replicas if r in live] if p.leader >= 0 else [],
                 offline_replicas=[r for r in p.replicas if r not in live],
             )
             for p in parts

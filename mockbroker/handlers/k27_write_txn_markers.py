@@ -5,22 +5,29 @@ Behavior:
   the listed partitions this broker leads, closing the producer's transaction there.
 - Per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, an epoch older than the
   producer's -> INVALID_PRODUCER_EPOCH, an older coordinator epoch -> TRANSACTION_COORDINATOR_FENCED.
-- Offsets a transaction committed to groups are settled by this mock's own coordinator when the
-  transaction ends (there is no __consumer_offsets log to mark).
+- A marker written to a ``__consumer_offsets`` partition settles the offsets the producer's
+  transaction committed (TxnOffsetCommit) for the groups that partition keeps
+  (abs(hashCode(group id)) % its partition count), as Kafka's group coordinator does on the marker:
+  COMMIT makes them visible to OffsetFetch, ABORT drops them.  (The mock's own EndTxn settles them
+  directly, without writing to ``__consumer_offsets``.)
 - With ACLs on: ALTER or CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every
   partition.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
+from mockbroker.state.group_offsets import offsets_partitions
+from mockbroker.state.internal_topics import CONSUMER_OFFSETS
 
 RESP = api.response_module(27)
+logger = logging.getLogger("mockbroker.handlers")
 
 
 def _write(ctx: Any, marker: Any, topic: str, partition: int) -> int:
@@ -32,6 +39,13 @@ def _write(ctx: Any, marker: Any, topic: str, partition: int) -> int:
         log.append_marker(marker.producer_id, marker.producer_epoch, marker.transaction_result,
                           marker.coordinator_epoch, ctx.cluster.clock.now_ms())
         ctx.cluster.memory_cap.added(log, size_before)
+        if topic == CONSUMER_OFFSETS:
+            settled = ctx.cluster.groups.complete_txn_in_partition(
+                marker.producer_id, partition, offsets_partitions(ctx.cluster), marker.transaction_result)
+            if settled:
+                logger.info("broker %s: WriteTxnMarkers %s for producer %s settled the offsets of groups %s",
+                          ctx.broker_id, "COMMIT" if marker.transaction_result else "ABORT", marker.producer_id,
+                          settled)
     except KafkaError as exc:
         return exc.code
     return 0

@@ -3,11 +3,13 @@
 Behavior:
 - v0 runs PREFERRED elections; v1+ election_type 0 PREFERRED, 1 UNCLEAN (any other: INVALID_REQUEST
   at the top level, no results).
-- PREFERRED makes the first replica leader when it is live: ELECTION_NOT_NEEDED when it leads already,
-  PREFERRED_LEADER_NOT_AVAILABLE when it is down. UNCLEAN elects the first live replica of a partition
-  without a live leader: ELECTION_NOT_NEEDED when the leader is live (the mock always keeps one),
-  ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is live. Unknown topics or partitions:
-  UNKNOWN_TOPIC_OR_PARTITION.
+- PREFERRED makes the first replica leader when it is live and in sync: ELECTION_NOT_NEEDED when it
+  leads already, PREFERRED_LEADER_NOT_AVAILABLE when it is down (or, for a leaderless partition, not
+  the replica it last had in sync). UNCLEAN elects the first live replica of a partition without a
+  live leader, whatever unclean.leader.election.enable says (an explicit election, as Kafka):
+  ELECTION_NOT_NEEDED when the leader is live, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is live.
+  Partitions are left leaderless only with ``mock.leader.failover.to.any.broker`` false (see
+  state/elections.py). Unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION.
 - A null topic list means every partition; partitions that need no election are then left out.
 - A new leader gets a bumped leader epoch, so producers and consumers follow it through Metadata.
 - Any broker answers (Kafka forwards to the controller); timeout_ms is ignored (elections are instant).

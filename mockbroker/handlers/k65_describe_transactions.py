@@ -2,10 +2,13 @@
 
 Behavior: per transactional id, on its coordinator (else NOT_COORDINATOR): state (Empty, Ongoing,
 PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort), timeout, start time (-1 when no
-transaction is open), producer id and epoch, and the topic partitions in the transaction. Unknown
-ids -> TRANSACTIONAL_ID_NOT_FOUND. Groups added with AddOffsetsToTxn are not listed (Kafka lists
-them as __consumer_offsets partitions, a topic this mock does not keep). With ACLs on: DESCRIBE on
-the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; topics without DESCRIBE are left out.
+transaction is open), producer id and epoch, and the topic partitions in the transaction. A group
+added with AddOffsetsToTxn is listed as Kafka lists it: the ``__consumer_offsets`` partition that keeps
+it (abs(hashCode(group id)) % the topic's partition count, ``offsets.topic.num.partitions`` before the
+topic exists), one entry per partition however many groups share it. Unknown ids ->
+TRANSACTIONAL_ID_NOT_FOUND. With ACLs on: DESCRIBE on the transactional id, else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED; topics without DESCRIBE are left out (``__consumer_offsets`` too,
+as Kafka filters every topic).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import not_txn_coordinator
 from mockbroker.protocol import api
+from mockbroker.state.group_offsets import offsets_partition, offsets_partitions
+from mockbroker.state.internal_topics import CONSUMER_OFFSETS
 
 RESP = api.response_module(65)
 
@@ -36,8 +41,10 @@ def _describe(ctx: Any, txn_id: str) -> Any:
     except KafkaError as exc:
         out.error_code = exc.code
         return out
+    count = offsets_partitions(ctx.cluster)
+    held = set(txn.partitions) | {(CONSUMER_OFFSETS, offsets_partition(g, count)) for g in txn.groups}
     by_topic: dict[str, list[int]] = {}
-    for topic, partition in sorted(txn.partitions):
+    for topic, partition in sorted(held):
         by_topic.setdefault(topic, []).append(partition)
     out.transaction_state, out.transaction_timeout_ms = txn.state, txn.timeout_ms
     out.transaction_start_time_ms, out.producer_id, out.producer_epoch = txn.start_ms, txn.producer_id, txn.epoch

@@ -1,9 +1,9 @@
 """Cluster actions on state: brokers going down and up, leaders and coordinators moving.
 
 A broker taken down leaves Metadata; every partition it led gets a new leader (the first live replica,
-else the first live broker) with a bumped leader epoch, as Kafka's controller does; coordinators are
-re-hashed over the live brokers.  Coming back, a broker rejoins Metadata and leads nothing until a
-leader is moved to it.
+else the first live broker, or none: state/elections.py) with a bumped leader epoch, as Kafka's
+controller does; coordinators are re-hashed over the live brokers.  Coming back, a broker rejoins
+Metadata and leads only the leaderless partitions elections.broker_back gives it.
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ def take_down(cluster: ClusterState, node_id: int) -> BrokerInfo:
         raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {node_id} is not up")
     if len(cluster.brokers) == 1:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "cannot take down the last live broker")
+    from mockbroker.state import elections  # (loaded on first use: start time)
+
     del cluster.brokers[node_id]
     cluster.down_brokers[node_id] = info
     live = cluster.live_broker_ids()
     for topic in cluster.topics.values():
         for log in topic.partitions:
             if log.leader == node_id:
-                new = next((r for r in log.replicas if r in cluster.brokers), live[log.index % len(live)])
-                log.bump_leader_epoch(new)
+                elections.set_leader(cluster, log, elections.leader_gone(cluster, log, node_id))
     if cluster.controller_id == node_id:
         cluster.controller_id = live[0]
     answer_epoch.bump_brokers()
@@ -42,6 +43,9 @@ def bring_up(cluster: ClusterState, node_id: int) -> BrokerInfo:
     if info is None:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"broker {node_id} is not down")
     cluster.brokers[node_id] = info
+    from mockbroker.state import elections  # (loaded on first use: start time)
+
+    elections.broker_back(cluster, node_id)
     answer_epoch.bump_brokers()
     return info
 

@@ -16,10 +16,20 @@ the first batch that is not. Within it:
 - a batch whose records all go stays as an empty batch when it is the last batch of its producer
   in the log, so producer state survives (as Kafka keeps it); otherwise it goes.
 
-``min.cleanable.dirty.ratio`` and ``max.compaction.lag.ms`` are not consulted: a partition is
-cleaned on the first pass after it changed. The log start offset does not move. ``compact_log``
-is callable directly (tests; MockCluster.run_log_cleaner); the cluster runs it from
-``ClusterState.tick`` at most every ``log.cleaner.backoff.ms`` (see state/retention.py).
+When a pass cleans, as Kafka's cleaner chooses a log (LogCleanerManager.grabFilthiestCompactedLog):
+the cleanable part splits into the clean head (below ``first_dirty``, where the last cleaning pass
+ended: Kafka's cleaner checkpoint) and the dirty rest; the pass cleans when the dirty bytes are more
+than ``min.cleanable.dirty.ratio`` (broker ``log.cleaner.min.cleanable.ratio``, 0.5) of the cleanable
+part's bytes, or when a dirty batch is older than ``max.compaction.lag.ms`` (broker
+``log.cleaner.max.compaction.lag.ms``, never by default; the mock reads the batch's max timestamp where
+Kafka reads a segment's first one), or, with neither, when a kept tombstone's ``delete.retention.ms``
+has run out (Kafka 3.1+ cleans such a log too).  The newest batch stays uncleaned whatever the lag:
+Kafka rolls an active segment past max.compaction.lag.ms only on the next append.  Called without
+those arguments (tests), every cleanable batch counts as dirty and a pass always cleans.
+
+The log start offset does not move. ``compact_log`` is callable directly (tests); the cluster runs
+it from ``ClusterState.tick`` at most every ``log.cleaner.backoff.ms``, and MockCluster.run_log_cleaner
+runs one pass at once, choosing logs the same way (see state/retention.py).
 """
 
 from __future__ import annotations
@@ -35,14 +45,39 @@ NEVER = 2**63 - 1
 
 
 class CompactionResult(Slotted):
-    __slots__ = ("dropped_batches", "removed_records", "retry_at_ms", "rewritten_batches")
+    __slots__ = ("clean_end", "dropped_batches", "removed_records", "retry_at_ms", "rewritten_batches",
+                 "tombstones_due_ms")
 
     def __init__(self, removed_records: int = 0, rewritten_batches: int = 0, dropped_batches: int = 0,
                  retry_at_ms: int = NEVER) -> None:
         self.removed_records = removed_records
         self.rewritten_batches = rewritten_batches
         self.dropped_batches = dropped_batches
-        self.retry_at_ms = retry_at_ms  # when a tombstone or a too-young batch becomes cleanable
+        # when a tombstone, a too-young batch or (max.compaction.lag.ms) a dirty one becomes cleanable
+        self.retry_at_ms = retry_at_ms
+        self.tombstones_due_ms = NEVER  # when the first tombstone kept by this pass may go
+        self.clean_end = -1  # where this pass's cleaning ended (the next pass's first dirty offset); -1: none
+
+
+def _dirty_enough(log: PartitionLog, count: int, now_ms: int, first_dirty: int, min_ratio: float,
+                  max_lag_ms: int, tombstones_due_ms: int, result: CompactionResult) -> bool:
+    """Whether Kafka's cleaner would choose this log (see the module docstring)."""
+    clean = dirty = 0
+    oldest = NEVER  # the max timestamp of the first dirty batch with one
+    for b in log.batches[:count]:
+        if b.last_offset < first_dirty:
+            clean += b.size
+            continue
+        dirty += b.size
+        if oldest == NEVER and b.max_timestamp >= 0:
+            oldest = b.max_timestamp
+    if dirty and oldest != NEVER and max_lag_ms < NEVER:
+        if now_ms - oldest > max_lag_ms:
+            return True
+        result.retry_at_ms = min(result.retry_at_ms, oldest + max_lag_ms + 1)
+    if clean + dirty and dirty / (clean + dirty) > min_ratio:
+        return True
+    return tombstones_due_ms <= now_ms
 
 
 def _join(stored: StoredBatch) -> bytes:
@@ -86,12 +121,18 @@ def _rebuild(stored: StoredBatch, header: Any, kept: list[Any]) -> StoredBatch:
                        stored.producer_id, stored.is_transactional, stored.is_control)
 
 
-def compact_log(log: PartitionLog, now_ms: int, delete_retention_ms: int, min_lag_ms: int = 0) -> CompactionResult:
-    """One cleaning pass over ``log`` (see the module docstring)."""
+def compact_log(log: PartitionLog, now_ms: int, delete_retention_ms: int, min_lag_ms: int = 0,
+                min_ratio: float = 0.0, max_lag_ms: int = NEVER, first_dirty: int = 0,
+                tombstones_due_ms: int = NEVER) -> CompactionResult:
+    """One cleaning pass over ``log`` (see the module docstring): ``first_dirty`` is where the last
+    pass's cleaning ended (its result's ``clean_end``), ``tombstones_due_ms`` its ``tombstones_due_ms``."""
     result = CompactionResult()
     count = _cleanable(log, now_ms, min_lag_ms, result)
-    if count == 0:
+    if count == 0 or not _dirty_enough(log, count, now_ms, max(first_dirty, log.log_start_offset), min_ratio,
+                                       max_lag_ms, tombstones_due_ms, result):
+        result.tombstones_due_ms = tombstones_due_ms
         return result
+    result.clean_end = log.batches[count].base_offset if count < len(log.batches) else log.next_offset
     decoded: list[tuple[StoredBatch, Any, list[Any]]] = []
     latest: dict[bytes | None, int] = {}
     for stored in log.batches[:count]:
@@ -126,6 +167,7 @@ def compact_log(log: PartitionLog, now_ms: int, delete_retention_ms: int, min_la
                 if now_ms > expires:
                     continue
                 result.retry_at_ms = min(result.retry_at_ms, expires + 1)
+                result.tombstones_due_ms = min(result.tombstones_due_ms, expires + 1)
             kept.append(r)
         if len(kept) == len(records):
             out.append(stored)

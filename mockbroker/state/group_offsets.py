@@ -13,12 +13,26 @@ from typing import TYPE_CHECKING, Any
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import ErrorCode
 from mockbroker.protocol import api
+from mockbroker.state.internal_topics import CONSUMER_OFFSETS, partition_for
 
 if TYPE_CHECKING:
     from mockbroker.state.groups import Group
 
 _SUBSCRIPTION = api.module("ConsumerProtocolSubscription")
 COMPLETING = "CompletingRebalance"  # the classic group state in which commits must wait
+
+
+def offsets_partition(group_id: str, partitions: int) -> int:
+    """The ``__consumer_offsets`` partition (of ``partitions``) that keeps ``group_id``'s offsets, as
+    Kafka's coordinator computes it: Utils.abs(groupId.hashCode) % partitions."""
+    return partition_for(group_id, partitions)
+
+
+def offsets_partitions(cluster: Any) -> int:
+    """How many partitions ``__consumer_offsets`` has: the topic's own count once it exists, else
+    ``offsets.topic.num.partitions`` (what Kafka creates it with)."""
+    topic = cluster.topics.get(CONSUMER_OFFSETS)
+    return len(topic.partitions) if topic is not None else int(cluster.config["offsets.topic.num.partitions"])
 
 
 def subscription_topics(metadata: bytes) -> set[str]:
@@ -86,6 +100,18 @@ class GroupOffsets:
         if pending and commit:
             group.offsets.update(pending)
 
+    def complete_txn_in_partition(self, producer_id: int, partition: int, partitions: int, commit: bool) -> list[str]:
+        """A COMMIT/ABORT marker of ``producer_id`` written to ``__consumer_offsets``-``partition`` (of
+        ``partitions``), as WriteTxnMarkers does: the offsets the producer's transaction committed for the
+        groups kept in that partition become visible (commit) or go (abort), as Kafka's group coordinator
+        does on the marker (onTransactionCompleted).  The groups settled, in order."""
+        settled = []
+        for group_id, group in self.groups.items():
+            if producer_id in group.pending_txn and offsets_partition(group_id, partitions) == partition:
+                self.complete_txn(group_id, producer_id, commit)
+                settled.append(group_id)
+        return sorted(settled)
+
     def unstable(self, group_id: str, topic: str, partition: int) -> bool:
         """True while an open transaction holds an offset for the partition (OffsetFetch require_stable)."""
         group = self.groups.get(group_id)
@@ -138,3 +164,12 @@ class GroupOffsets:
         group = self.groups.get(group_id)
         if group is not None:
             group.offsets.pop((topic, partition), None)
+
+    def forget_topic(self, topic: str) -> None:
+        """A deleted topic's committed (and transactionally pending) offsets go from every group, as
+        Kafka's coordinator drops them on partition deletion: a topic re-created under the same name
+        starts each group by its auto.offset.reset, not at an offset of the old topic."""
+        for group in self.groups.values():
+            for held in (group.offsets, *group.pending_txn.values()):
+                for key in [k for k in held if k[0] == topic]:
+                    del held[key]

@@ -101,7 +101,9 @@ class PartitionLog:
     def advance_log_start(self, offset: int) -> int:
         """Move the log start up to ``offset`` (DeleteRecords, retention): batches wholly below it are
         dropped; a batch holding it stays, but reads from below the new start are OFFSET_OUT_OF_RANGE.
-        Never moves backwards or past the high watermark. Returns the new log start offset."""
+        Never moves backwards or past the high watermark. Returns the new log start offset.  A move
+        calls the listeners: a long poll waiting on this partition looks again (the fetch of an offset
+        now below the start completes with OFFSET_OUT_OF_RANGE, where Kafka's delayed fetch does)."""
         offset = min(offset, self.next_offset)
         if offset <= self.log_start_offset:
             return self.log_start_offset
@@ -111,6 +113,8 @@ class PartitionLog:
         del self.batches[:keep]
         del self._bases[:keep]
         self.log_start_offset = offset
+        for notify in self.listeners:  # a waiting fetch now below the start answers OFFSET_OUT_OF_RANGE
+            notify(self)
         return offset
 
     def replace_batches(self, batches: list[StoredBatch]) -> None:

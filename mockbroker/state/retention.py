@@ -14,7 +14,10 @@ The newest batch may go too: Kafka rolls and deletes an active segment that has 
 Intervals (Kafka's names, mock defaults): retention runs at most every
 ``log.retention.check.interval.ms`` (1000; Kafka 300000); compaction at most every
 ``log.cleaner.backoff.ms`` (1000; Kafka 15000), and only on partitions that changed since their
-last pass or hold a tombstone (or too young batch) that has since become removable.
+last pass or hold a tombstone (or too young batch) that has since become removable; a partition is
+then cleaned only when Kafka's cleaner would choose it (its dirty ratio, max.compaction.lag.ms:
+state/compaction.py).  A log start moved by retention calls the log's listeners, so a long poll
+waiting below it answers OFFSET_OUT_OF_RANGE at once.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import logging
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.state.compaction import CompactionResult, compact_log
+from mockbroker.state.compaction import NEVER, CompactionResult, compact_log
 from mockbroker.state.log import PartitionLog
 
 if TYPE_CHECKING:
@@ -61,7 +64,9 @@ class LogMaintenance:
     def __init__(self, cluster: ClusterState) -> None:
         self.cluster = cluster
         self._last_retention = self._last_clean = cluster.clock.now_ms()
-        self._cleaned: weakref.WeakKeyDictionary[PartitionLog, tuple[Any, int]] = weakref.WeakKeyDictionary()
+        # per log: (its state at the last pass, when to look again, where cleaning ended, when its
+        # first kept tombstone may go): compaction.compact_log's memory between passes
+        self._cleaned: weakref.WeakKeyDictionary[PartitionLog, tuple[Any, int, int, int]] = weakref.WeakKeyDictionary()
 
     def tick(self) -> None:
         now = self.cluster.clock.now_ms()
@@ -92,8 +97,11 @@ class LogMaintenance:
         return moved
 
     def run_cleaner(self, now_ms: int | None = None, force: bool = False) -> CompactionResult:
-        """One compaction pass over every topic with ``compact`` in its cleanup.policy (``force``:
-        also partitions that did not change since their last pass). Returns the totals."""
+        """One compaction pass over every topic with ``compact`` in its cleanup.policy.  Without
+        ``force`` (the tick) a partition is cleaned when Kafka's cleaner would choose it
+        (compaction.compact_log: its dirty ratio, max.compaction.lag.ms, expired tombstones); ``force``
+        (MockCluster.run_log_cleaner) cleans whatever is cleanable now, also partitions that did not
+        change since their last pass, whatever their dirty ratio. Returns the totals."""
         now = self.cluster.clock.now_ms() if now_ms is None else now_ms
         self._last_clean = now
         total = CompactionResult()
@@ -106,12 +114,19 @@ class LogMaintenance:
                 memo = self._cleaned.get(log)
                 if not force and memo is not None and memo[0] == state and now < memo[1]:
                     continue
+                first_dirty, tombstones_due = (memo[2], memo[3]) if memo is not None else (0, NEVER)
                 try:
-                    result = compact_log(log, now, int(cfg["delete.retention.ms"]), int(cfg["min.compaction.lag.ms"]))
+                    result = compact_log(log, now, int(cfg["delete.retention.ms"]), int(cfg["min.compaction.lag.ms"]),
+                                         -1.0 if force else float(cfg["min.cleanable.dirty.ratio"]),
+                                         int(cfg["max.compaction.lag.ms"]),
+                                         first_dirty, tombstones_due)
                 except Exception:  # one unreadable partition must not stop the cluster's tick
                     logger.exception("compaction of %s-%s failed; it is left as it was", topic.name, log.index)
                     result = CompactionResult()
-                self._cleaned[log] = (state, result.retry_at_ms)
+                if result.clean_end >= 0:
+                    first_dirty = result.clean_end
+                self._cleaned[log] = ((log.next_offset, log.log_start_offset, cfg.generation), result.retry_at_ms,
+                                      first_dirty, result.tombstones_due_ms)
                 if result.removed_records:
                     logger.info("compaction: %s-%s removed %s records (%s batches rewritten, %s dropped)",
                                 topic.name, log.index, result.removed_records, result.rewritten_batches,
