@@ -1,0 +1,1 @@
+"""Peer suites: other projects' own test suites run against mockbroker."""
