@@ -18,7 +18,7 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mockbroker.faults import FaultSet, Journal
@@ -27,6 +27,7 @@ from mockbroker.server.security import Security
 from mockbroker.state import broker_actions
 from mockbroker.state.acls import AclBinding, acl
 from mockbroker.state.cluster import ClusterState, Topic, no_ticker
+from mockbroker.state.replica_selector import RACK_CONFIG, parse_racks
 
 if TYPE_CHECKING:
     from mockbroker.faults.rules import FaultRule
@@ -70,9 +71,12 @@ class MockCluster:
         ssl_keyfile: str | None = None,
         ssl_cafile: str | None = None,
         ssl_client_auth: str | None = None,
+        racks: Sequence[str] | Mapping[int, str] | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        # each broker's broker.rack (one name per broker, or node id -> name): mockbroker.state.replica_selector
+        self._racks = parse_racks(racks, brokers)
         # listeners, SASL users and TLS (mockbroker.server.security): keyword arguments or Kafka's config names
         config = dict(config or {})
         for key, value in (("listeners", listeners), ("advertised.listeners", advertised_listeners),
@@ -218,7 +222,8 @@ class MockCluster:
         endpoints = self.security.endpoints(server.node_id, server.ports, self.advertised_host,
                                             self._advertised_host_given)
         host, port = endpoints[self.security.listeners[0].name]
-        state.add_broker(server.node_id, host, port, endpoints=endpoints)
+        rack = self._racks.get(server.node_id) or state.config.get(RACK_CONFIG) or None  # else the cluster-wide one
+        state.add_broker(server.node_id, host, port, rack, endpoints=endpoints)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -270,7 +275,8 @@ class MockCluster:
 
     def run_log_cleaner(self) -> int:
         """Run a compaction pass now over every compacted partition (as the tick does every
-        ``log.cleaner.backoff.ms``); returns how many records went."""
+        ``log.cleaner.backoff.ms``, but cleaning whatever is cleanable, whatever the partition's
+        ``min.cleanable.dirty.ratio``); returns how many records went."""
         return self.call(lambda: self.state.log_maintenance.run_cleaner(force=True).removed_records)
 
     # -- ACLs (see mockbroker.state.acls; enforced while `authorizer.class.name` is set) ---------
@@ -347,6 +353,25 @@ class MockCluster:
 
     def clear_quotas(self) -> None:
         self.call(self.state.quotas.clear)
+
+    # -- KIP-714 client telemetry (see mockbroker.state.client_metrics) ----------------------------
+    def telemetry(self) -> dict[str, dict[str, Any]]:
+        """Per client instance id (Kafka's text form): the client (client_id, client_software_name, ...,
+        subscription_id, push_interval_ms, requested_metrics, pushes, terminating), the OTLP resource
+        attributes and ``metrics``: metric name -> {"type", "unit", "value", "data_points"} of its latest
+        push.  A client pushes only when a CLIENT_METRICS subscription matches it (IncrementalAlterConfigs,
+        or :meth:`subscribe_client_metrics`)."""
+        return self.call(self.state.config_admin.client_metrics.telemetry)
+
+    def subscribe_client_metrics(self, name: str, metrics: str = "*", interval_ms: int = 300000,
+                                 match: str = "") -> None:
+        """Create or replace CLIENT_METRICS subscription ``name``, as an AlterConfigs of it would, with
+        Kafka's checks (KafkaError): ``metrics`` a comma list of prefixes, ``interval.ms`` 100-3600000,
+        ``match`` a comma list of selector=regex."""
+        props = {"metrics": metrics, "interval.ms": str(interval_ms)}
+        if match:
+            props["match"] = match
+        self.call(self.state.config_admin.client_metrics.replace, name, props)
 
     # -- cluster actions ----------------------------------------------------------------------
     def server(self, node_id: int) -> BrokerServer:

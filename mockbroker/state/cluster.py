@@ -185,6 +185,7 @@ class ClusterState:
 
         groups = GroupCoordinator(self.clock, self.config["group.initial.rebalance.delay.ms"])
         groups.consumer_logic = ConsumerGroupLogic(self.clock, self.partition_counts, self.config)
+        groups.consumer_logic.group_config = self.group_config_value
         return groups
 
     @cached_property
@@ -212,6 +213,16 @@ class ClusterState:
         from mockbroker.state.reassignments import Reassignments
 
         return Reassignments(self)
+
+    def group_config_value(self, group_id: str, name: str) -> int:
+        """A group's GROUP config ``name`` (consumer.session.timeout.ms, ...), else its broker synonym's."""
+        if "config_admin" not in self.__dict__:  # no config set on any group yet
+            from mockbroker.state.group_configs import GROUP_CONFIGS
+
+            synonym = GROUP_CONFIGS[name].synonym
+            value = self.config.get(synonym) if synonym else None
+            return int(value if value is not None else GROUP_CONFIGS[name].default)
+        return self.config_admin.group_configs.int_value(group_id, name)
 
     @cached_property
     def config_admin(self) -> ConfigAdmin:
@@ -429,6 +440,8 @@ class ClusterState:
         topic = self.topic(name)
         del self.topics[name]
         del self.topics_by_id[topic.topic_id]
+        if "groups" in self.__dict__:  # the group coordinator exists (made on first use)
+            self.groups.forget_topic(name)
         answer_epoch.bump()
         return topic
 

@@ -41,6 +41,15 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.consumer.session.timeout.ms": (45000, int),
     # Kafka: 5000; shorter here so KIP-848 rebalances settle fast in tests
     "group.consumer.heartbeat.interval.ms": (500, int),
+    # bounds of a group's consumer.session.timeout.ms / consumer.heartbeat.interval.ms (GROUP configs).
+    # Kafka: min 45000 and 5000; lower here, consistent with the mock's shorter heartbeat interval, so
+    # tests may set short group session timeouts (Kafka's maxima: 60000 and 15000)
+    "group.consumer.min.session.timeout.ms": (1000, int),
+    "group.consumer.max.session.timeout.ms": (60000, int),
+    "group.consumer.min.heartbeat.interval.ms": (100, int),
+    "group.consumer.max.heartbeat.interval.ms": (15000, int),
+    # KIP-714 client telemetry: the largest PushTelemetry metrics payload accepted (Kafka's default)
+    "telemetry.max.bytes": (1048576, int),
     # the internal topics (mockbroker.state.internal_topics); replication capped at the brokers there are
     "offsets.topic.num.partitions": (50, int),
     "offsets.topic.replication.factor": (3, int),
@@ -81,6 +90,16 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     # Kafka's names with shorter mock defaults (Kafka: 300000 and 15000) so tests see effects fast
     "log.cleaner.delete.retention.ms": (86400000, int),
     "log.cleaner.min.compaction.lag.ms": (0, int),
+    # the cleaner (each log.cleaner.backoff.ms) cleans a log only once its dirty share is above this, or a
+    # dirty record waited past the lag below, or a tombstone expired: Kafka's rule and defaults
+    # (mockbroker.state.compaction); MockCluster.run_log_cleaner() cleans whatever the ratio
+    "log.cleaner.min.cleanable.ratio": (0.5, float),
+    "log.cleaner.max.compaction.lag.ms": (INT64_MAX, int),
+    # elections (mockbroker.state.elections): an out-of-sync replica may lead a leaderless partition
+    "unclean.leader.election.enable": (False, bool),
+    # mock only: a broker going down hands a partition with no other live replica to another live
+    # broker (true), or leaves it leaderless as Kafka does (false)
+    "mock.leader.failover.to.any.broker": (True, bool),
     "log.retention.check.interval.ms": (1000, int),
     "log.cleaner.backoff.ms": (1000, int),
     # ACLs (mockbroker.state.acls): authorization is on when authorizer.class.name is non-empty
@@ -94,6 +113,12 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "sasl.enabled.mechanisms": ("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", str),
     "connections.max.reauth.ms": (0, int),
     "connection.failed.authentication.delay.ms": (100, int),
+    # mock only: the options Kafka's unsecured OAUTHBEARER validator takes as JAAS options
+    # (unsecuredValidator*; listener.name.<l>.oauthbearer.sasl.jaas.config wins): mockbroker.server.oauthbearer
+    "mock.oauthbearer.principal.claim.name": ("sub", str),
+    "mock.oauthbearer.scope.claim.name": ("scope", str),
+    "mock.oauthbearer.required.scope": ("", str),
+    "mock.oauthbearer.allowable.clock.skew.ms": (0, int),
 }
 
 # topic name -> broker name it defaults from
@@ -108,6 +133,9 @@ TOPIC_TO_BROKER = {
     "cleanup.policy": "log.cleanup.policy",
     "delete.retention.ms": "log.cleaner.delete.retention.ms",
     "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
 }
 
 COMPRESSION_TYPES = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
@@ -127,6 +155,8 @@ def _convert(name: str, value: Any, kind: type) -> Any:
             return text.lower() == "true"
         if kind is int:
             return int(text)
+        if kind is float:
+            return float(text)
     except ValueError:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for {name}") from None
     return text
@@ -141,8 +171,14 @@ def _check(name: str, value: Any) -> None:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}: one of {', '.join(PRODUCE_VALIDATION)}")
     if name == "mock.produce.reused.sequences" and value not in REUSED_SEQUENCES:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}: one of {', '.join(REUSED_SEQUENCES)}")
+    if name == "mock.oauthbearer.allowable.clock.skew.ms" and value < 0:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} must not be negative, got {value}")
     if name in ("quota.window.num", "quota.window.size.seconds") and value < 1:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} must be at least 1, got {value}")
+    if name == "replica.selector.class":  # (fetch from followers, KIP-392: mockbroker.state.replica_selector)
+        from mockbroker.state.replica_selector import check_selector
+
+        check_selector(value)
 
 
 class BrokerConfig:

@@ -149,6 +149,31 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "group.max.session.timeout.ms": _b(INT, "1800000", "Longest session timeout a classic group member may ask for."),
     "group.consumer.session.timeout.ms": _b(INT, "45000", "KIP-848 consumer session timeout."),
     "group.consumer.heartbeat.interval.ms": _b(INT, "5000", "KIP-848 consumer heartbeat interval."),
+    # bounds of the group configs (GROUP resources, mockbroker.state.group_configs)
+    "group.consumer.min.session.timeout.ms": _b(INT, "45000", "Shortest consumer.session.timeout.ms of a group "
+                                                "(mock default: 1000)."),
+    "group.consumer.max.session.timeout.ms": _b(INT, "60000", "Longest consumer.session.timeout.ms of a group."),
+    "group.consumer.min.heartbeat.interval.ms": _b(INT, "5000", "Shortest consumer.heartbeat.interval.ms of a group "
+                                                   "(mock default: 100)."),
+    "group.consumer.max.heartbeat.interval.ms": _b(INT, "15000", "Longest consumer.heartbeat.interval.ms of a group."),
+    "group.share.session.timeout.ms": _b(INT, "45000", "Share group session timeout."),
+    "group.share.min.session.timeout.ms": _b(INT, "45000", "Shortest share.session.timeout.ms of a group."),
+    "group.share.max.session.timeout.ms": _b(INT, "60000", "Longest share.session.timeout.ms of a group."),
+    "group.share.heartbeat.interval.ms": _b(INT, "5000", "Share group heartbeat interval."),
+    "group.share.min.heartbeat.interval.ms": _b(INT, "5000", "Shortest share.heartbeat.interval.ms of a group."),
+    "group.share.max.heartbeat.interval.ms": _b(INT, "15000", "Longest share.heartbeat.interval.ms of a group."),
+    "group.share.record.lock.duration.ms": _b(INT, "30000", "Share group record lock duration."),
+    "group.share.min.record.lock.duration.ms": _b(INT, "15000", "Shortest share.record.lock.duration.ms."),
+    "group.share.max.record.lock.duration.ms": _b(INT, "60000", "Longest share.record.lock.duration.ms."),
+    "group.streams.session.timeout.ms": _b(INT, "45000", "Streams group session timeout."),
+    "group.streams.min.session.timeout.ms": _b(INT, "45000", "Shortest streams.session.timeout.ms of a group."),
+    "group.streams.max.session.timeout.ms": _b(INT, "60000", "Longest streams.session.timeout.ms of a group."),
+    "group.streams.heartbeat.interval.ms": _b(INT, "5000", "Streams group heartbeat interval."),
+    "group.streams.min.heartbeat.interval.ms": _b(INT, "5000", "Shortest streams.heartbeat.interval.ms of a group."),
+    "group.streams.max.heartbeat.interval.ms": _b(INT, "15000", "Longest streams.heartbeat.interval.ms of a group."),
+    "group.streams.num.standby.replicas": _b(INT, "0", "Standby replicas per task of streams groups."),
+    "group.streams.max.standby.replicas": _b(INT, "2", "Most streams.num.standby.replicas of a group."),
+    "telemetry.max.bytes": _b(INT, "1048576", "Largest client telemetry push (KIP-714) accepted."),
     "offsets.topic.num.partitions": _b(INT, "50", "Partitions of __consumer_offsets."),
     "offsets.topic.replication.factor": _b(SHORT, "3", "Replication factor of __consumer_offsets (mock: capped at "
                                            "the brokers there are)."),
@@ -167,6 +192,10 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "log.roll.hours": _b(INT, "168", "Time after which a segment is rolled, in hours."),
     "log.dirs": _b(LIST, None, "Log directories."),
     "listeners": _b(LIST, "PLAINTEXT://:9092", "Listeners (per broker)."),
+    "advertised.listeners": _b(LIST, None, "Listeners published to clients in Metadata (null: listeners)."),
+    "broker.rack": _b(STRING, None, "The broker's rack (per broker: MockCluster(racks=...), --racks)."),
+    "replica.selector.class": _b(CLASS, None, "Chooses the replica a consumer reads from (null: the leader; "
+                                 "org.apache.kafka.common.replica.RackAwareReplicaSelector: its rack's)."),
     # dynamic: per broker and cluster-wide
     "log.cleanup.policy": _b(LIST, "delete", "Default cleanup policy of topics.", True),
     "compression.type": _b(STRING, "producer", "Default compression.type of topics.", True),
@@ -185,7 +214,8 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "log.message.timestamp.after.max.ms": _b(LONG, "3600000", "Default message.timestamp.after.max.ms.", True),
     "log.message.timestamp.before.max.ms": _b(LONG, LONG_MAX, "Default message.timestamp.before.max.ms.", True),
     "log.message.timestamp.type": _b(STRING, "CreateTime", "Default message.timestamp.type.", True),
-    "log.cleaner.min.cleanable.ratio": _b(DOUBLE, "0.5", "Default min.cleanable.dirty.ratio.", True),
+    "log.cleaner.min.cleanable.ratio": _b(DOUBLE, "0.5", "Default min.cleanable.dirty.ratio (the mock's "
+                                          "run_log_cleaner() ignores it).", True),
     "log.cleaner.min.compaction.lag.ms": _b(LONG, "0", "Default min.compaction.lag.ms.", True),
     "min.insync.replicas": _b(INT, "1", "Default min.insync.replicas.", True),
     "log.preallocate": _b(BOOLEAN, "false", "Default preallocate.", True),
@@ -209,6 +239,17 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "mock.transaction.marker.delay.ms": _b(INT, "0", "Mock: how long a transaction stays Prepare* before its "
                                            "markers are written.", True),
     "mock.journal.max.entries": _b(INT, "10000", "Mock: requests the journal keeps (0: off)."),
+    "mock.leader.failover.to.any.broker": _b(BOOLEAN, "true", "Mock: a broker going down hands a partition with "
+                                             "no other live replica to another live broker (false: it stays "
+                                             "leaderless, as Kafka).", True),
+    "mock.oauthbearer.principal.claim.name": _b(STRING, "sub", "Mock: OAUTHBEARER token claim naming the principal "
+                                                "(Kafka's unsecuredValidatorPrincipalClaimName)."),
+    "mock.oauthbearer.scope.claim.name": _b(STRING, "scope", "Mock: OAUTHBEARER token claim holding the scope "
+                                            "(Kafka's unsecuredValidatorScopeClaimName)."),
+    "mock.oauthbearer.required.scope": _b(STRING, "", "Mock: space-separated scopes an OAUTHBEARER token must have "
+                                          "(Kafka's unsecuredValidatorRequiredScope)."),
+    "mock.oauthbearer.allowable.clock.skew.ms": _b(LONG, "0", "Mock: clock skew allowed when checking an OAUTHBEARER "
+                                                   "token's exp and iat (unsecuredValidatorAllowableClockSkewMs)."),
     "mock.produce.validation": _b(STRING, "strict", "Mock: strict (Kafka's checks of produced batches) or envelope "
                                   "(no CRC, decompression or per-record checks).", True),
     "mock.produce.reused.sequences": _b(STRING, "duplicate", "Mock: a batch repeating a stored batch's sequence "

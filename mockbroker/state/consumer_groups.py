@@ -63,6 +63,7 @@ class ConsumerGroupState:
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, TopicParts] = field(default_factory=dict)
     metadata: tuple = ()  # (topic, partition count) pairs the target was computed from
+    group_id: str = ""  # for its group configs (consumer.session.timeout.ms)
 
     @property
     def assignor(self) -> str:
@@ -112,6 +113,9 @@ class ConsumerGroupLogic:
         self.clock = clock
         self.topics = topics  # name -> partition count, of the whole cluster
         self.config = config
+        # (group id, group config name) -> the value the group acts on (its GROUP config, else the
+        # broker's): set by the cluster (mockbroker.state.group_configs); None -> the broker's
+        self.group_config: Callable[[str, str], int] | None = None
 
     # -- heartbeat ---------------------------------------------------------------------------------
     def heartbeat(self, g: ConsumerGroupState, member_id: str, epoch: int, instance_id: str | None,
@@ -271,6 +275,8 @@ class ConsumerGroupLogic:
     def tick(self, g: ConsumerGroupState) -> None:
         now = self.clock.now_ms()  # type: ignore[attr-defined]
         session = self.config["group.consumer.session.timeout.ms"]
+        if self.group_config is not None and g.group_id:
+            session = self.group_config(g.group_id, "consumer.session.timeout.ms")
         for member in list(g.members.values()):
             if now - member.last_seen_ms > session:
                 self._remove(g, member.member_id)

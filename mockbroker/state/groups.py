@@ -351,7 +351,7 @@ class GroupCoordinator(GroupOffsets):
         if group.consumer is None:
             if group.members:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            group.consumer = ConsumerGroupState()
+            group.consumer = ConsumerGroupState(group_id=group_id)
             group.protocol_type = "consumer"
         assert self.consumer_logic is not None
         return self.consumer_logic.heartbeat(group.consumer, **request)
