@@ -1,6 +1,7 @@
 """Error paths with kcat (the librdkafka 2.0 inside Debian's kcat), where its command line reaches them: a
-record over the topic's ``max.message.bytes`` among small ones, and a group whose committed offset
-retention deleted, under ``auto.offset.reset`` earliest and error.  (The rest of the matrix needs API
+record over the topic's ``max.message.bytes`` among small ones, a group whose committed offset
+retention deleted, under ``auto.offset.reset`` earliest and error, and ``-o`` past the log's end or below
+its start (after DeleteRecords) under each ``auto.offset.reset``.  (The rest of the matrix needs API
 calls kcat does not have: see test_error_matrix_confluent.py.)
 """
 
@@ -58,3 +59,34 @@ def test_kcat_group_offset_removed_by_retention(cluster: MockCluster, reset: str
     else:
         assert consumed.returncode == 1 and consumed.stdout == ""
         assert "Offset out of range" in consumed.stderr
+
+
+@pytest.mark.parametrize("reset", ["earliest", "latest", "error"])
+@pytest.mark.parametrize("where", ["past-the-end", "below-the-start"])
+def test_kcat_fetch_outside_the_log_resets_by_policy(cluster: MockCluster, where: str, reset: str) -> None:
+    """kcat -o N outside the log: OFFSET_OUT_OF_RANGE (with empty records), then librdkafka resets by
+    auto.offset.reset (earliest: from the log start; latest: nothing until new records; error: fails)."""
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic = new_topic(cluster)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(20):
+        producer.produce(topic, f"v{i}".encode(), partition=0)
+    assert producer.flush(20) == 0
+    start = 0
+    if where == "below-the-start":
+        start = 10
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})  # kept alive until the answer
+        deleted = admin.delete_records([TopicPartition(topic, 0, start)])
+        assert next(iter(deleted.values())).result(20).low_watermark == start
+    offset = "25" if where == "past-the-end" else "5"
+    consumed = _kcat("-b", cluster.bootstrap_servers, "-C", "-t", topic, "-p", "0", "-o", offset,
+                     "-X", f"auto.offset.reset={reset}", "-e", "-q")
+    if reset == "error":
+        assert consumed.returncode == 1 and consumed.stdout == ""
+        assert "Offset out of range" in consumed.stderr
+        return
+    assert consumed.returncode == 0, consumed.stderr
+    expected = [f"v{i}" for i in range(start, 20)] if reset == "earliest" else []
+    assert consumed.stdout.splitlines() == expected
