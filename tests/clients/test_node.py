@@ -106,3 +106,32 @@ def test_kafkajs_group_balances_and_takes_over() -> None:
     assert sorted(p for a in balanced["assignments"] for p in a) == list(range(6))
     assert sorted(p for a in steps["takeover"]["assignments"] for p in a) == list(range(6))
     assert {offset for offset, _, _ in committed.values()} == {100}  # kafkajs committed what it read
+
+
+@needs("kafkajs")
+@pytest.mark.parametrize("where", ["past-the-end", "below-the-start"])
+def test_kafkajs_seek_outside_the_log_resets_to_the_earliest(cluster: MockCluster, where: str) -> None:
+    """A seek past the log's end or below its start (after DeleteRecords): OFFSET_OUT_OF_RANGE with empty
+    records, then kafkajs resets (fromBeginning: the earliest offset) and reads the log from its start."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic, group = f"kafkajs-oor-{where}", f"g-kafkajs-oor-{where}"
+    cluster.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(20):
+        producer.produce(topic, f"v{i}".encode(), partition=0)
+    assert producer.flush(20) == 0
+    start = 10 if where == "below-the-start" else 0
+    if start:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        deleted = admin.delete_records([TopicPartition(topic, 0, start)])
+        assert next(iter(deleted.values())).result(20).low_watermark == start
+    # the group starts at the end, so whatever kafkajs reads came after its seek and reset
+    committer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+    committer.commit(offsets=[TopicPartition(topic, 0, 20)], asynchronous=False)
+    committer.close()
+    offset = "25" if where == "past-the-end" else "5"
+    result = node("kafkajs_client.js", "seek", cluster.bootstrap_servers, topic, group, offset, str(20 - start))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == [f"v{i}" for i in range(start, 20)]

@@ -5,6 +5,9 @@
 // partition i%P, then prints "acked N".  consume joins GROUP (kafkajs consumes only through
 // consumer groups), reads COUNT records from the beginning and prints one tab-separated line per
 // record: partition, offset, key, value, headers (k=v;...), timestamp.
+//   node kafkajs_client.js seek BROKERS TOPIC GROUP OFFSET COUNT
+// seek joins GROUP on TOPIC (fromBeginning), seeks partition 0 to OFFSET once it runs and prints the value
+// of each record read, one a line, until COUNT came (an offset outside the log makes kafkajs reset).
 const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require("kafkajs");
 
 // kafkajs ships gzip only; snappy and lz4 come from the kafkajs-snappy and kafkajs-lz4 plugins.
@@ -35,10 +38,32 @@ async function consume(kafka, topic, group, n) {
   await consumer.disconnect();
 }
 
+async function seek(kafka, topic, group, offset, n) {
+  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 200 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let seen = 0;
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${seen} records`)), 60000);
+    consumer.run({
+      eachMessage: async ({ message }) => {
+        console.log(String(message.value));
+        seen += 1;
+        if (seen === n) {
+          clearTimeout(timer);
+          resolve();
+        }
+      },
+    }).then(() => consumer.seek({ topic, partition: 0, offset: String(offset) })).catch(reject);
+  });
+  await consumer.disconnect();
+}
+
 async function main() {
   const [mode, brokers, topic, codec, acks, count, partitions] = process.argv.slice(2);
   const kafka = new Kafka({ clientId: "kafkajs-test", brokers: brokers.split(","), logLevel: logLevel.ERROR });
   if (mode === "consume") return consume(kafka, topic, codec, Number(count));
+  if (mode === "seek") return seek(kafka, topic, codec, Number(acks), Number(count));
   if (mode !== "produce") throw new Error(`unknown mode ${mode}`);
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
