@@ -85,6 +85,12 @@ def _aio_consumer(cluster: MockCluster, group: str | None, *topics: str, **conf:
 # -- 1. a topic deleted and re-created while a subscribed consumer reads it -------------------------
 
 def test_kafka_python_topic_deleted_and_recreated(cluster: MockCluster) -> None:
+    """The group's committed offset goes with the deleted topic: a member of the group reads the
+    re-created topic from its start.  (The member that read the old topic is closed first: kafka-python
+    only logs UNKNOWN_TOPIC_OR_PARTITION for a subscribed topic that leaves Metadata, and whether its next
+    rebalance still assigns the gone partition depends on when its own metadata refresh lands - seen in CI
+    as a stable group keeping it - so a subscribed member's revocation is not asserted here; confluent-kafka
+    and aiokafka's tests assert it.)"""
     topic = new_topic(cluster)
     _kp_produce(cluster, topic, _vals("old", 5))
     c = _kp_consumer(cluster, f"g-{topic}")
@@ -92,18 +98,20 @@ def test_kafka_python_topic_deleted_and_recreated(cluster: MockCluster) -> None:
         c.subscribe([topic])
         assert _kp_poll(c, lambda v: len(v) >= 5) == _vals("old", 5)
         c.commit()
-        cluster.call(cluster.state.delete_topic, topic)
-        # kafka-python does not raise for a subscribed topic that leaves Metadata (it logs
-        # UNKNOWN_TOPIC_OR_PARTITION); its group rebalances and the partition is revoked
-        _kp_poll(c, lambda v: not c.assignment())
-        group = cluster.state.groups.groups[f"g-{topic}"]
-        assert c.assignment() == set(), (group.state, group.generation, list(group.members))
-        cluster.create_topic(topic, 1, 3)
-        _kp_produce(cluster, topic, _vals("new", 8))
-        # the old topic's committed offset 5 went with it: the new topic is read from its start
-        assert _kp_poll(c, lambda v: len(v) >= 8) == _vals("new", 8)
     finally:
         c.close()
+    assert cluster.state.groups.committed(f"g-{topic}", topic, 0)[0] == 5
+    cluster.call(cluster.state.delete_topic, topic)
+    assert cluster.state.groups.committed(f"g-{topic}", topic, 0)[0] == -1
+    cluster.create_topic(topic, 1, 3)
+    _kp_produce(cluster, topic, _vals("new", 8))
+    again = _kp_consumer(cluster, f"g-{topic}")
+    try:
+        again.subscribe([topic])
+        # the old topic's committed offset 5 went with it: the new topic is read from its start
+        assert _kp_poll(again, lambda v: len(v) >= 8) == _vals("new", 8)
+    finally:
+        again.close()
 
 
 def test_aiokafka_topic_deleted_and_recreated(cluster: MockCluster) -> None:
