@@ -13,11 +13,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip 'setuptools>=77'  # 77: pyproject's SPDX license (for setup.py build_ext runs)
 
-$(VENV)/.installed: pyproject.toml setup.py mockbroker/records/_speedups.c mockbroker/records/batch_checks.h \
-		mockbroker/protocol/_fastproduce.c mockbroker/protocol/wire_reader.h mockbroker/handlers/_producelane.c \
-		mockbroker/handlers/produce_lane_wire.h mockbroker/handlers/member_sites.h \
-		mockbroker/handlers/produce_lane_staging.h mockbroker/records/lz4_frames.h \
-		mockbroker/server/_reading.c mockbroker/server/frame_arena.h | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard mockbroker/*/*.c mockbroker/*/*.h) | $(BIN)/python
 	$(call EDITABLE,'.[test]')
 	$(BIN)/python -m compileall -q mockbroker bench >/dev/null  # bytecode for fast starts, even with PYTHONDONTWRITEBYTECODE
 	$(BIN)/python -c "from mockbroker.records.check import SPEEDUPS; print('C extension:', 'built' if SPEEDUPS else 'not built: pure Python')"

@@ -88,7 +88,7 @@ static int file_answered(Scene *sc, PyObject *peer, PyObject *client_id, PyObjec
                  correlation_id, about, faults, latency_ms, outcome) -> JournalEntry, or None
    Journal.start in C for a journal of exactly the Journal class with ``about`` and ``faults`` already
    tuples (what dispatch passes): the entry's slots filled as JournalEntry.__init__ fills them, the
-   next number, appended to the ring.  None: Journal.start's Python does it. */
+   next number, appended to the ring (an ``answered`` one untracked).  None: Journal.start's Python does it. */
 static PyObject *journal_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 14) {
         PyErr_SetString(PyExc_TypeError, "journal_start() takes 14 arguments");
@@ -108,6 +108,12 @@ static PyObject *journal_start(PyObject *self, PyObject *const *args, Py_ssize_t
                                          args[8], args[9],  args[12], about,   no_faults, faults, args[13], zero};
         for (int i = 0; i < ENTRY_SLOTS; i++)
             *(PyObject **)((char *)entry + entry_offset[i]) = Py_NewRef(values[i]);
+        if (PyUnicode_Check(args[13]) && PyUnicode_CompareWithASCIIString(args[13], "answered") == 0) {
+            /* an entry filed answered (the lanes' own: tuples of names and numbers) is never changed again:
+               out of the cycle collector's sight, as journal_answered files borrow()'s */
+            untrack_tuples(about);
+            untrack(entry);
+        }
         PyObject *done = PyObject_CallMethodOneArg(ring, s_append, entry);
         if (done == NULL) Py_CLEAR(entry);
         Py_XDECREF(done);
