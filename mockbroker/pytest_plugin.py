@@ -11,7 +11,7 @@
         a, b = mock_cluster_factory(), mock_cluster_factory(brokers=2)
 
     def test_scenario(mock_scenario):
-        with mock_scenario("scenarios/leader-failover-during-produce.yaml") as run:
+        with mock_scenario("leader-failover-during-produce") as run:  # a shipped name, or a file
             produce(run.bootstrap_servers)
         assert run.result.passed, run.result.report()
 
@@ -89,15 +89,16 @@ def kafka_bootstrap(mock_cluster: MockCluster) -> str:
 
 @pytest.fixture
 def mock_scenario() -> Iterator[Callable[..., Any]]:
-    """Run a scenario file around the test's own client code: ``with mock_scenario(path) as run:`` starts
+    """Run a scenario around the test's own client code: ``with mock_scenario(name_or_path) as run:``
+    (a shipped scenario's name, see ``mockbroker scenario list``, or a file; an existing file wins) starts
     the scenario's cluster and timeline; leaving the block waits for the timeline, checks the
     expectations and sets ``run.result``.  Every run is stopped when the test ends."""
     from mockbroker.scenarios.runner import ScenarioRun
 
     runs: list[ScenarioRun] = []
 
-    def make(path: str | Path, **options: Any) -> ScenarioRun:
-        run = ScenarioRun.from_file(path, **options)
+    def make(name_or_path: str | Path, **options: Any) -> ScenarioRun:
+        run = ScenarioRun.from_file(name_or_path, **options)
         runs.append(run)
         return run
 

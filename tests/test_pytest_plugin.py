@@ -76,6 +76,29 @@ def test_scenario_file(mock_scenario):
     assert run.result.passed, run.result.report()
 
 
+def test_a_shipped_scenario_by_name(mock_scenario):  # pytester's cwd is a temporary directory
+    import time
+
+    with mock_scenario("throttling") as run:
+        p = Producer({"bootstrap.servers": run.bootstrap_servers, "linger.ms": 5})
+        for i in range(4000):
+            p.produce("metrics", b"v%d" % i)
+            if i % 100 == 99:
+                p.poll(0)
+                time.sleep(0.07)
+        assert p.flush(30) == 0
+        assert run.wait_steps(timeout=10)
+    assert run.scenario.path.parent.name == "library"
+    assert run.result.passed, run.result.report()
+
+
+def test_an_unknown_scenario_name(mock_scenario):
+    from mockbroker.scenarios import ScenarioError
+
+    with pytest.raises(ScenarioError, match="throtling: no shipped scenario of that name; nearest shipped: throttling"):
+        mock_scenario("throtling")
+
+
 class TestOverride:
     @pytest.fixture
     def mock_cluster_options(self):
@@ -111,12 +134,12 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_the_plugin_in_one_process(inner: pytest.Pytester) -> None:
     result = inner.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=11)
 
 
 def test_the_plugin_under_xdist(inner: pytest.Pytester) -> None:
     result = inner.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=11)
 
 
 def test_a_bad_marker_is_a_usage_error(pytester: pytest.Pytester) -> None:

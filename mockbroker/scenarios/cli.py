@@ -1,35 +1,48 @@
-"""``mockbroker scenario run FILE`` and ``mockbroker scenario check FILE...``.
+"""``mockbroker scenario list``, ``mockbroker scenario run NAME|FILE`` and ``mockbroker scenario check
+[NAME|FILE...]``: a scenario is a file path or a shipped scenario's name (an existing path wins).
+
+``check`` reports every problem of every file, one line each, and exits 2 when there is one.
 
 ``run`` starts the scenario's cluster, prints ``bootstrap.servers=...`` (stdout, or stderr with
 ``--json``), plays the timeline with a progress line a second on stderr, and ends when the application
 exits (``--app`` runs the scenario's own ``app`` command, ``--exec`` any command) or, with no
 application, when every step has run and then the ``end`` trigger holds or, without one, on Ctrl-C or
-SIGTERM (your own application has run against it meanwhile); the timeout bounds it all.  It prints a summary (JSON with
-``--json``) and exits 0 when every step ran and every expectation held, 1 when not, 2 when the file is
-wrong.
+SIGTERM (your own application has run against it meanwhile); the timeout bounds it all.  A step that
+fails ends the run at once (and stops ``--app``/``--exec``) unless the scenario says ``on_failure:
+continue``.  It prints a summary (JSON with ``--json``) and exits 0 when every step ran and every
+expectation held, 1 when not, 2 when the file is wrong.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import shlex
 import signal
 import sys
 
+from mockbroker.errors import KafkaError
+from mockbroker.scenarios import shipped
 from mockbroker.scenarios.loader import Scenario, ScenarioError, load_file
 from mockbroker.scenarios.runner import ScenarioRun
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.verb == "list":
+        names = shipped.names()
+        width = max(map(len, names), default=0)
+        for name in names:
+            print(f"{name:<{width}}  {shipped.summary(shipped.path_of(name))}")
+        return 0
     if args.verb == "check":
         status = 0
-        for path in args.files:
+        for ref in args.files or shipped.names():
             try:
-                scenario = load_file(path)
-                print(f"{path}: ok ({scenario.name}: {len(scenario.steps)} steps, {len(scenario.expect)} expectations)")
+                scenario = load_file(ref)
+                print(f"{ref}: ok ({scenario.name}: {len(scenario.steps)} steps, {len(scenario.expect)} expectations)")
             except ScenarioError as exc:
                 print(exc, file=sys.stderr)
                 status = 2
@@ -43,12 +56,19 @@ def main(args: argparse.Namespace) -> int:
     if args.app and command is None:
         print(f"{args.file}: the scenario has no app to run", file=sys.stderr)
         return 2
+    if args.app and _ships_app(scenario) and importlib.util.find_spec("confluent_kafka") is None:
+        print(f"{args.file}: the shipped apps use confluent-kafka: pip install confluent-kafka", file=sys.stderr)
+        return 2
     try:
         import uvloop
 
         return uvloop.run(_run(scenario, args, command))
     except ImportError:
         return asyncio.run(_run(scenario, args, command))
+
+
+def _ships_app(scenario: Scenario) -> bool:
+    return scenario.path is not None and scenario.path.parent.resolve() == shipped.LIBRARY.resolve()
 
 
 def _command(scenario: Scenario, args: argparse.Namespace) -> list[str] | None:
@@ -62,14 +82,22 @@ def _command(scenario: Scenario, args: argparse.Namespace) -> list[str] | None:
 
 async def _run(scenario: Scenario, args: argparse.Namespace, command: list[str] | None) -> int:
     out = sys.stderr if args.json else sys.stdout
-    run = ScenarioRun(scenario, port=args.port, control_port=args.control_port, host=args.host,
-                      advertised_host=args.advertised_host,
-                      progress=None if args.quiet else sys.stderr)
+    try:
+        run = ScenarioRun(scenario, port=args.port, control_port=args.control_port, host=args.host,
+                          advertised_host=args.advertised_host, progress=None if args.quiet else sys.stderr)
+    except (KafkaError, ValueError) as exc:  # settings only the cluster itself can judge
+        print(f"{args.file}: {exc.message if isinstance(exc, KafkaError) else exc}", file=sys.stderr)
+        return 2
     try:
         await run.start_async()
     except OSError as exc:
         print(f"mockbroker: cannot start: {exc}", file=sys.stderr)
+        await run.close_async()
         return 1
+    except (KafkaError, ValueError) as exc:
+        print(f"{args.file}: {exc.message if isinstance(exc, KafkaError) else exc}", file=sys.stderr)
+        await run.close_async()
+        return 2
     print(f"bootstrap.servers={run.bootstrap_servers}", file=out, flush=True)
     if run.cluster.control_url:
         print(f"control={run.cluster.control_url}", file=out, flush=True)
@@ -102,10 +130,19 @@ async def _run_app(command: list[str], run: ScenarioRun, quiet_stdout: bool) -> 
         print(f"mockbroker: cannot run {command[0]}: {exc}", file=sys.stderr)
         return 127
     remaining = max(run.scenario.timeout_s - run.elapsed, 0.0)
+    exited = asyncio.ensure_future(process.wait())
+    failed = asyncio.ensure_future(run.stopped.wait())
     try:
-        return await asyncio.wait_for(process.wait(), remaining)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
+        await asyncio.wait([exited, failed], timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        failed.cancel()
+    if exited.done():
+        return exited.result()
+    process.kill()
+    await process.wait()
+    if run.failed is not None:
+        print(f"mockbroker: step {run.failed.line_index + 1} ({run.failed.name}) failed; the app was stopped",
+              file=sys.stderr)
+    else:
         print(f"mockbroker: the app did not finish within {run.scenario.timeout_s:g}s; killed", file=sys.stderr)
-        return -9
+    return -9

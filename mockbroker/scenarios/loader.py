@@ -1,5 +1,7 @@
-"""Reading scenario files: YAML, checked against ``schema.json`` and then for meaning, with errors that
-name the file and line (``orders.yaml:14: steps[2].fault: unknown action 'explode'``)."""
+"""Reading scenario files: YAML, checked against ``schema.json`` and then against the cluster the file
+declares (``validate``); every problem is reported, one line each naming the file and line
+(``orders.yaml:14: steps[2].fault: unknown action 'explode'``).  A scenario is a file path or the
+name of a shipped one (``mockbroker scenario list``)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from mockbroker.cluster_actions import ACTIONS
-from mockbroker.faults import rule_from_dict
+from mockbroker.scenarios import shipped
+from mockbroker.scenarios.validate import STEP_KINDS, ClusterCheck, config_text, nearest, step_shape
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 DEFAULT_TIMEOUT_S = 120.0
@@ -22,7 +24,12 @@ _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m)$")
 
 
 class ScenarioError(ValueError):
-    """A scenario file that cannot run; the message names the file and line."""
+    """A scenario file that cannot run: ``problems`` holds one line per problem (file:line: where:
+    what), the message all of them."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
 
 
 @dataclass
@@ -35,6 +42,7 @@ class Step:
     after_s: float | None = None
     when: dict[str, Any] | None = None
     optional: bool = False
+    on_failure: str = "stop"  # what a failed step does: "stop" ends the run, "continue" goes on
 
     @property
     def kind(self) -> str:
@@ -55,6 +63,7 @@ class Scenario:
     end: dict[str, Any] | None = None
     steps: list[Step] = field(default_factory=list)
     expect: list[dict[str, Any]] = field(default_factory=list)
+    on_failure: str = "stop"
 
     @property
     def here(self) -> Path:
@@ -104,6 +113,28 @@ def _where(path: list[Any]) -> str:
     return out or "(top)"
 
 
+def _unit(path: list[Any]) -> tuple[Any, ...]:
+    """The part of the file a schema error belongs to: one step, expectation or declared topic, else
+    the top-level field (each part reports its most relevant error)."""
+    if len(path) > 1 and path[0] in ("steps", "expect"):
+        return (path[0], path[1])
+    if len(path) > 2 and path[:2] == ["cluster", "topics"]:
+        return ("cluster", "topics", path[2])
+    return tuple(path[:1])
+
+
+def _schema_message(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = list(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in known]
+        if extra:
+            return [*path, extra[0]], error.message + nearest(str(extra[0]), known)
+    if error.validator == "enum" and isinstance(error.instance, str):
+        return path, error.message + nearest(error.instance, [str(v) for v in error.validator_value])
+    return path, error.message
+
+
 def load_text(text: str, path: Path | None = None) -> Scenario:
     label = str(path) if path is not None else "<scenario>"
     try:
@@ -113,20 +144,84 @@ def load_text(text: str, path: Path | None = None) -> Scenario:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
         raise ScenarioError(f"{label}:{line}: not valid YAML: {exc.problem or exc}") from None
-
-    def fail(where: list[Any], message: str) -> ScenarioError:
-        return ScenarioError(f"{label}:{_line_of(root, where)}: {_where(where)}: {message}")
-
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: a scenario is a mapping with at least name and steps")
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema()).iter_errors(data))
-    if error is not None:
-        raise fail(list(error.absolute_path), error.message)
-    return _build(data, path, fail)
+    problems: list[tuple[int, str]] = []
+
+    def add(where: list[Any], message: str) -> None:
+        problems.append((_line_of(root, where), f"{label}:{_line_of(root, where)}: {_where(where)}: {message}"))
+
+    bad = _shape(data, add)
+    if not any(unit in bad for unit in ((), ("name",), ("steps",))):
+        _meaning(data, add, bad)
+    if problems:
+        unique = dict.fromkeys(line for _, line in sorted(problems, key=lambda p: p[0]))
+        raise ScenarioError(*unique)
+    return _build(data, path)
 
 
-def load_file(path: str | Path) -> Scenario:
-    path = Path(path)
+def _shape(data: dict[str, Any], add: Any) -> set[tuple[Any, ...]]:
+    """Step fields and kinds, then the JSON schema: each part's problems; returns the parts that have one."""
+    bad: set[tuple[Any, ...]] = set()
+    step_fields = list(schema()["$defs"]["step"]["properties"])
+    for i, raw in enumerate(data.get("steps") if isinstance(data.get("steps"), list) else []):
+        if isinstance(raw, dict) and not step_shape(raw, ["steps", i], add, step_fields):
+            bad.add(("steps", i))
+    by_unit: dict[tuple[Any, ...], list[jsonschema.ValidationError]] = {}
+    for error in jsonschema.Draft202012Validator(schema()).iter_errors(data):
+        by_unit.setdefault(_unit(list(error.absolute_path)), []).append(error)
+    for unit, errors in by_unit.items():
+        if unit not in bad:
+            best = jsonschema.exceptions.best_match(errors)
+            if best is not None:
+                add(*_schema_message(best))
+            bad.add(unit)
+    return bad
+
+
+def _meaning(data: dict[str, Any], add: Any, bad: set[tuple[Any, ...]]) -> None:
+    """Triggers, fault names, and everything checked against the declared cluster (``validate``)."""
+    cluster = ClusterCheck(data, add, bad)
+    faults: set[str] = set()
+    for i, raw in enumerate(data["steps"]):
+        where = ["steps", i]
+        if ("steps", i) in bad:
+            if isinstance(raw, dict) and isinstance(raw.get("fault"), dict) and raw["fault"].get("name"):
+                faults.add(str(raw["fault"]["name"]))  # no second complaint from steps naming it
+            continue
+        timing = [k for k in ("at", "after", "when") if k in raw]
+        if len(timing) > 1:
+            add(where, f"a step has one trigger, not {' and '.join(timing)}")
+        if "when" in raw:
+            cluster.trigger(raw["when"], [*where, "when"], faults)
+        if "action" in raw:
+            cluster.action(raw, where)
+            continue
+        kind = next(k for k in STEP_KINDS if k in raw)
+        extra = [k for k in raw if k not in ("name", "at", "after", "when", "optional", "on_failure", kind)]
+        if extra:
+            inside = " (a fault's fields go inside fault:)" if kind == "fault" else ""
+            add([*where, extra[0]], f"a {kind} step does not take {', '.join(extra)}{inside}")
+        if kind == "fault":
+            cluster.fault(raw["fault"], [*where, "fault"])
+            if raw["fault"].get("name"):
+                faults.add(str(raw["fault"]["name"]))
+        elif raw["remove_fault"] not in faults:
+            add([*where, "remove_fault"], f"no earlier step adds a fault named {raw['remove_fault']!r}"
+                + nearest(raw["remove_fault"], faults))
+    if "end" in data and ("end",) not in bad:
+        cluster.trigger(data["end"], ["end"], faults)
+    for i, expectation in enumerate(data.get("expect") or []):
+        if ("expect", i) not in bad and ("expect",) not in bad:
+            cluster.expectation(expectation, ["expect", i], faults)
+
+
+def load_file(ref: str | Path) -> Scenario:
+    """Load a scenario file, or a shipped scenario by name (an existing path wins)."""
+    try:
+        path = shipped.resolve(ref)
+    except shipped.UnknownScenario as exc:
+        raise ScenarioError(str(exc)) from None
     try:
         text = path.read_text()
     except OSError as exc:
@@ -134,67 +229,25 @@ def load_file(path: str | Path) -> Scenario:
     return load_text(text, path)
 
 
-def _build(data: dict[str, Any], path: Path | None, fail: Any) -> Scenario:
+def _build(data: dict[str, Any], path: Path | None) -> Scenario:
+    """The checked file as a :class:`Scenario`."""
     cluster = data.get("cluster", {})
     scenario = Scenario(
         name=data["name"], path=path, description=data.get("description", ""),
         brokers=cluster.get("brokers", 1), config={k: config_text(v) for k, v in cluster.get("config", {}).items()},
         sasl_users=dict(cluster.get("sasl_users", {})),
         topics=cluster.get("topics", []), app=data.get("app"), end=data.get("end"), expect=data.get("expect", []),
+        on_failure=data.get("on_failure", "stop"),
     )
     if "timeout" in data:
         scenario.timeout_s = parse_duration(data["timeout"])
-    faults: set[str] = set()
     for i, raw in enumerate(data["steps"]):
-        where = ["steps", i]
-        timing = [k for k in ("at", "after", "when") if k in raw]
-        if len(timing) > 1:
-            raise fail(where, f"a step has one trigger, not {' and '.join(timing)}")
         step = Step(index=i, line=0, name=raw.get("name", f"step {i + 1}"), spec=raw, when=raw.get("when"),
-                    optional=raw.get("optional", False))
+                    optional=raw.get("optional", False), on_failure=raw.get("on_failure", scenario.on_failure))
         step.at_s = parse_duration(raw["at"]) if "at" in raw else None
         step.after_s = parse_duration(raw["after"]) if "after" in raw else None
-        _check_step(raw, where, faults, scenario, fail)
         scenario.steps.append(step)
-    for i, expectation in enumerate(scenario.expect):
-        (kind, spec), = expectation.items()
-        if kind == "fault_hits" and spec["fault"] not in faults:
-            raise fail(["expect", i, kind, "fault"], f"no step adds a fault named {spec['fault']!r}")
-        counted = kind in ("records", "committed", "aborted", "abort_markers", "commit_markers", "duplicate_values",
-                           "fault_hits", "requests")
-        if counted and not {"exactly", "at_least", "at_most"} & set(spec):
-            raise fail(["expect", i, kind], "give exactly, at_least or at_most")
     return scenario
 
 
-def _check_step(raw: dict[str, Any], where: list[Any], faults: set[str], scenario: Scenario, fail: Any) -> None:
-    if "fault" in raw:
-        try:
-            rule_from_dict(raw["fault"])
-        except (ValueError, TypeError) as exc:
-            raise fail([*where, "fault"], str(exc)) from None
-        if raw["fault"].get("name"):
-            faults.add(raw["fault"]["name"])
-    if "remove_fault" in raw and raw["remove_fault"] not in faults:
-        raise fail([*where, "remove_fault"], f"no earlier step adds a fault named {raw['remove_fault']!r}")
-    needs = ACTIONS.get(raw.get("action", ""), [])
-    missing = [n for n in needs if n not in raw]
-    if missing:
-        raise fail(where, f"{raw['action']} needs {', '.join(missing)}")
-    when = raw.get("when", {})
-    if "fault_hits" in when and when["fault_hits"]["fault"] not in faults:
-        raise fail([*where, "when", "fault_hits", "fault"],
-                   f"no earlier step adds a fault named {when['fault_hits']['fault']!r}")
-    if "request" in when:
-        matcher = {k: v for k, v in when["request"].items() if k != "count"}
-        try:
-            rule_from_dict({**matcher, "action": "observe"})
-        except (ValueError, TypeError) as exc:
-            raise fail([*where, "when", "request"], str(exc)) from None
-
-
-def config_text(value: Any) -> str:
-    """A config value as Kafka's text form (YAML booleans become true/false)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+__all__ = ["Scenario", "ScenarioError", "Step", "config_text", "load_file", "load_text", "parse_duration"]

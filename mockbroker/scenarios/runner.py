@@ -2,6 +2,7 @@
 
 The timeline runs on the cluster's event loop: each step waits for its trigger (a time from the start,
 a delay after the previous step, or an event), then adds a fault, removes one or acts on the cluster.
+A step that fails ends the run there (``failed``, ``stopped``) unless its ``on_failure`` is continue.
 :class:`ScenarioRun` works from async code (``await run.start_async()`` ... ``await
 run.finish_async()``) and from sync code (``with ScenarioRun.from_file(path) as run:`` runs the
 cluster on a background thread; the block is the application under test).
@@ -19,7 +20,8 @@ from mockbroker.cluster import MockCluster
 from mockbroker.cluster_actions import ACTIONS, OPTIONAL, run_action
 from mockbroker.faults import FaultRule, rule_from_dict
 from mockbroker.scenarios import conditions
-from mockbroker.scenarios.loader import Scenario, Step, config_text, load_file
+from mockbroker.scenarios.loader import Scenario, Step, load_file
+from mockbroker.scenarios.validate import config_text
 from mockbroker.state.inspect import TopicAudit
 
 POLL_S = 0.02
@@ -76,6 +78,10 @@ class _Interrupted(Exception):
     """Asked to stop before the steps (or the end trigger) were done."""
 
 
+class _StepFailed(Exception):
+    """A step failed and its on_failure is stop: the run ends now."""
+
+
 class ScenarioRun:
     def __init__(self, scenario: Scenario, *, port: int = 0, control_port: int | None = None,
                  progress: TextIO | None = None, host: str = "127.0.0.1", advertised_host: str | None = None) -> None:
@@ -92,10 +98,15 @@ class ScenarioRun:
         self._ticker: asyncio.Future[None] | None = None
         self._current: Step | None = None
         self._sync = False
+        self.failed: StepOutcome | None = None  # the step that failed and ended the run (on_failure: stop)
+        self.stopped = asyncio.Event()  # set when a failed step ends the run (binds to the loop that waits)
 
     @classmethod
     def from_file(cls, path: str | Path, **options: Any) -> ScenarioRun:
+        """A run of a scenario file, or of a shipped scenario by name (an existing path wins)."""
         return cls(load_file(path), **options)
+
+    from_name = from_file
 
     @property
     def bootstrap_servers(self) -> str:
@@ -132,6 +143,8 @@ class ScenarioRun:
             remaining = max(self.scenario.timeout_s - self.elapsed, 0.0)
             try:
                 await asyncio.wait_for(self._until_done(stop), remaining)
+            except _StepFailed:
+                pass
             except TimeoutError:
                 if self._current is not None or self.scenario.end is not None:
                     error = f"timed out after {self.scenario.timeout_s:g}s waiting for " + (
@@ -139,6 +152,9 @@ class ScenarioRun:
             except _Interrupted:
                 error = "interrupted while waiting for " + (
                     self._current.name if self._current is not None else "the end trigger")
+        if self.failed is not None:
+            error = (f"step {self.failed.line_index + 1} ({self.failed.name}) {self.failed.detail}; "
+                     "the run stopped there (on_failure: stop)")
         if self._timeline is not None and not self._timeline.done():
             self._timeline.cancel()
         if self._ticker is not None:
@@ -160,6 +176,8 @@ class ScenarioRun:
             await asyncio.wait([self._timeline, *([stopped] if stopped else [])], return_when=asyncio.FIRST_COMPLETED)
             if not self._timeline.done():
                 raise _Interrupted
+            if self.failed is not None:
+                raise _StepFailed
             self._current = None
             end = self.scenario.end
             while end is not None and not conditions.trigger_holds(self.cluster.state, end, self.faults, None):
@@ -189,20 +207,22 @@ class ScenarioRun:
         return done.result(timeout=self.scenario.timeout_s + 30)
 
     def wait_steps(self, timeout: float | None = None) -> bool:
-        """Block until every step has run (sync use); False on timeout."""
+        """Block until every step has run (sync use); False on timeout, or at once when a failed step
+        ended the run (``failed``)."""
         deadline = time.monotonic() + (timeout if timeout is not None else self.scenario.timeout_s)
         while not all(s.at_s is not None for s in self.steps):
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or self.failed is not None:
                 return False
             time.sleep(POLL_S)
         return True
 
     async def wait_steps_async(self, count: int | None = None, timeout: float | None = None) -> bool:
-        """Wait until ``count`` steps (default: all) have run; False on timeout."""
+        """Wait until ``count`` steps (default: all) have run; False on timeout, or at once when a failed
+        step ended the run before."""
         wanted = len(self.steps) if count is None else count
         deadline = time.monotonic() + (timeout if timeout is not None else self.scenario.timeout_s)
         while sum(1 for s in self.steps if s.at_s is not None) < wanted:
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or self.failed is not None:
                 return False
             await asyncio.sleep(POLL_S)
         return True
@@ -234,6 +254,11 @@ class ScenarioRun:
                 outcome.detail = f"failed: {exc}"
             previous = time.monotonic()
             self._say(f"{step.name}: {outcome.detail}")
+            if not outcome.ok and step.on_failure == "stop":
+                self.failed = outcome
+                self._say(f"step {step.index + 1} failed: the run ends (on_failure: stop)")
+                self.stopped.set()
+                return
         self._current = None
 
     async def _trigger(self, step: Step, previous: float) -> None:

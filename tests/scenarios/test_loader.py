@@ -12,7 +12,7 @@ from mockbroker.scenarios import ScenarioError, load_file, load_text
 from mockbroker.scenarios.loader import parse_duration
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "mockbroker" / "scenarios" / "library").glob("*.yaml"))
 
 GOOD = """\
 name: ok
@@ -53,7 +53,7 @@ def test_a_good_file() -> None:
     ("name: x\nsteps:\n  - at: 1s\n    after: 2s\n    action: reset\n", 3, "one trigger, not at and after"),
     ("name: x\nsteps: [\n  {a: 1\n", 4, "not valid YAML"),
     ("name: x\ncluster: {brokers: 0}\nsteps: []\n", 2, "cluster.brokers: 0 is less than the minimum of 1"),
-    ("name: x\nsteps: []\ncolour: blue\n", 1, "'colour' was unexpected"),
+    ("name: x\nsteps: []\ncolour: blue\n", 3, "'colour' was unexpected"),
     ("steps: []\n", 1, "'name' is a required property"),
 ])
 def test_errors_name_the_line(tmp_path: Path, text: str, line: int, message: str) -> None:

@@ -1,5 +1,6 @@
-"""Running scenarios: every shipped scenario passes with its real-client app; failing expectations,
-unreached steps and timeouts exit non-zero with the reason; runs without an app; the async API."""
+"""Running scenarios: every shipped scenario passes with its real-client app (run by name, from another
+directory); failing expectations, unreached steps and timeouts exit non-zero with the reason; runs
+without an app; the async API."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from aiokafka import AIOKafkaProducer
 from mockbroker.scenarios import ScenarioRun, load_text
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "mockbroker" / "scenarios" / "library").glob("*.yaml"))
 
 PRODUCER = (
     "import os\nfrom confluent_kafka import Producer\n"
@@ -26,7 +28,7 @@ PRODUCER = (
 
 def run_cli(*args: str) -> tuple[int, dict, str]:
     done = subprocess.run([sys.executable, "-m", "mockbroker", "scenario", "run", *args, "--json"],
-                          capture_output=True, text=True, timeout=240, cwd=ROOT)
+                          capture_output=True, text=True, timeout=240, cwd=tempfile.gettempdir())
     try:
         summary = json.loads(done.stdout)
     except json.JSONDecodeError:
@@ -38,7 +40,7 @@ def run_cli(*args: str) -> tuple[int, dict, str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_shipped_scenario_passes_with_its_app(path: Path) -> None:
-    status, summary, stderr = run_cli(str(path), "--app", "--quiet")
+    status, summary, stderr = run_cli(path.stem, "--app", "--quiet")
     assert status == 0, json.dumps(summary, indent=1) + stderr[-3000:]
     assert summary["passed"] and summary["app_exit"] == 0
     assert all(s["ok"] for s in summary["steps"]) and all(e["ok"] for e in summary["expectations"])
@@ -78,7 +80,7 @@ def test_without_an_app_the_run_ends_at_the_end_trigger(tmp_path: Path) -> None:
 
 def test_a_step_never_reached_times_out(tmp_path: Path) -> None:
     scenario = tmp_path / "s.yaml"
-    scenario.write_text("name: stuck\ntimeout: 500ms\nsteps:\n  - name: wait forever\n"
+    scenario.write_text("name: stuck\ntimeout: 500ms\ncluster: {topics: [{name: t}]}\nsteps:\n  - name: wait forever\n"
                         "    when: {records: {topic: t, at_least: 10}}\n    action: reset\n")
     status, summary, _ = run_cli(str(scenario), "--quiet")
     assert status == 1
