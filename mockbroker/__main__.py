@@ -1,5 +1,8 @@
 """``python -m mockbroker`` and the ``mockbroker`` command: the command line (see ``mockbroker.cli``).
 
+SIGINT and SIGTERM are caught from the first line on (``mockbroker.early_signals``), so a Ctrl-C while
+the modules still load stops ``serve`` instead of being lost.
+
 The cycle collector is off while the command line's modules load: start-up makes only objects that
 live as long as the process (modules, classes, the generated codec), so its passes over them find
 nothing and cost about 5 % of the broker's start.  ``cli.main`` turns it back on: ``serve`` once
@@ -9,8 +12,11 @@ the cluster listens (``server.collector.install``), every other command at once.
 import gc
 import sys
 
+from mockbroker import early_signals
+
 
 def run() -> int:
+    early_signals.install()
     gc.disable()
     from mockbroker.cli import main
 

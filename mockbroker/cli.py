@@ -3,27 +3,31 @@
     mockbroker serve --brokers 3 --port 9092 --topic orders:6 --config key=value
     mockbroker serve --control-port 9644       # also the HTTP control API (docs: control/openapi.yaml)
     mockbroker serve --listeners PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192 --sasl-user alice:secret
-    mockbroker scenario run FILE [--app | --exec CMD] [--json]
-    mockbroker scenario check FILE...
-    mockbroker audit --bootstrap HOST:PORT --topic T [--json FILE]   # Spark job; needs mockbroker[spark]
+    mockbroker scenario list
+    mockbroker scenario run NAME|FILE [--app | --exec CMD] [--json]
+    mockbroker scenario check [NAME|FILE...]
+    mockbroker audit --bootstrap-server HOST:PORT --topic T [--json FILE]   # Spark job; needs mockbroker[spark]
     mockbroker decode FRAME...        # print decoded request frames (bytes after the size prefix)
 
 ``serve`` prints one line ``bootstrap.servers=HOST:PORT,...`` once it listens, so scripts can read
 it (with several listeners, one more line ``listener.NAME=HOST:PORT,...`` per listener); ``--port 0``
-picks free ports; Ctrl-C (or SIGTERM) shuts down cleanly.
+picks free ports; Ctrl-C (or SIGTERM), at any moment from the process's start, shuts down cleanly
+and exits 0.  Bad input (a flag's value, an unknown ``--config`` key, a port in use) is one line on
+stderr naming the flag, exit status 2, checked before anything listens.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import gc
 import logging
 import os
-import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
+from mockbroker import early_signals
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import KafkaError
 from mockbroker.protocol import api
@@ -52,12 +56,100 @@ def _terminal_columns() -> int:
     return columns if columns > 0 else 80
 
 
+def _fail(message: str) -> NoReturn:
+    """One line on stderr (``mockbroker ...: error: ...``) and exit status 2, as argparse's errors."""
+    sys.stderr.write(" ".join(str(message).split()) + "\n")
+    sys.stderr.flush()
+    raise SystemExit(2)
+
+
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser (and, through ``add_subparsers``, every subparser) using :class:`_Formatter`."""
+    """An ArgumentParser (and, through ``add_subparsers``, every subparser) using :class:`_Formatter`,
+    whose errors are one line (no usage block: ``--help`` shows it)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        _fail(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
+def _version() -> str:
+    """The installed distribution's version, else the package's ``__version__`` (a source tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mockbroker")
+    except PackageNotFoundError:
+        from mockbroker import __version__
+
+        return __version__
+
+
+# -- argparse types: each names what is wrong; argparse adds "argument --flag:" -------------------
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, not {text!r}")
+    return port
+
+
+def _broker_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"the number of brokers must be at least 1, not {text!r}")
+    return count
+
+
+def _log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"one of {', '.join(LOG_LEVELS)}, not {text!r}")
+    return level
+
+
+def _topic(text: str) -> tuple[str, int | None]:
+    from mockbroker.cluster import parse_topic_spec
+    from mockbroker.state.cluster import validate_topic_name
+
+    try:
+        name, partitions = parse_topic_spec(text)
+        validate_topic_name(name)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    except KafkaError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    return name, partitions
+
+
+def _config_item(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"KEY=VALUE expected, not {text!r}")
+    return key.strip(), value.strip()
+
+
+def _sasl_user(text: str) -> tuple[str, str]:
+    user, sep, password = text.partition(":")
+    if not sep or not user:
+        raise argparse.ArgumentTypeError(f"NAME:PASSWORD expected, not {text!r}")
+    return user, password
+
+
+def _existing_file(text: str) -> str:
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+    return text
 
 
 def _decode(paths: list[str]) -> int:
@@ -76,14 +168,10 @@ def _decode(paths: list[str]) -> int:
     return status
 
 
-def _env_int(name: str, default: int | None) -> int | None:
+def _env(name: str, default: str | None) -> str | None:
+    """``$name`` (a flag's default; argparse checks it with the flag's type), else ``default``."""
     raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise SystemExit(f"mockbroker: {name} must be a number, not {raw!r}") from None
+    return default if raw is None or raw == "" else raw
 
 
 def _raise_open_files_limit() -> None:
@@ -103,54 +191,112 @@ def _raise_open_files_limit() -> None:
         logging.getLogger("mockbroker").warning("cannot raise the open files limit from %s: %s", soft, exc)
 
 
-def _sasl_users(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        user, sep, password = item.partition(":")
-        if not sep or not user:
-            raise SystemExit("--sasl-user wants NAME:PASSWORD")
-        out[user] = password
-    return out
+def _check_serve(args: argparse.Namespace) -> Any:
+    """The MockCluster ``serve`` asks for, made (nothing listens yet) after checking each flag: the
+    first problem ends the command (one line naming the flag, exit status 2)."""
+    from mockbroker.cluster import MockCluster
+    from mockbroker.server.listeners import parse_advertised, parse_listeners, parse_protocol_map
+    from mockbroker.state.config import BrokerConfig
+    from mockbroker.state.replica_selector import parse_racks
 
+    def check(flag: str, fn: Any, *fn_args: Any) -> Any:
+        try:
+            return fn(*fn_args)
+        except KafkaError as exc:
+            _fail(f"mockbroker serve: error: argument {flag}: {exc.message}")
+        except ValueError as exc:
+            _fail(f"mockbroker serve: error: argument {flag}: {_without_head(str(exc))}")
 
-def _configs(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--config wants key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-async def _serve(args: argparse.Namespace) -> int:
-    from mockbroker.cluster import MockCluster, parse_topic_spec
-
-    cluster = None
+    configs = dict(args.config)
+    check("--config", BrokerConfig, configs)
+    check("--listener-security-protocol-map", parse_protocol_map, args.listener_security_protocol_map)
+    listeners = check("--listeners", parse_listeners, args.listeners, args.listener_security_protocol_map,
+                      args.host, args.port)
+    if args.listeners:
+        for spec in listeners:
+            for node in range(args.brokers):
+                if spec.port and spec.port + node > 65535:
+                    _fail(f"mockbroker serve: error: argument --listeners: {args.brokers} brokers from port "
+                          f"{spec.port} ({spec.name}) go past port 65535")
+    check("--advertised-listeners", parse_advertised, args.advertised_listeners, listeners)
+    check("--racks", parse_racks, args.racks, args.brokers)
+    replication = int(configs.get("default.replication.factor", 1))
+    if args.topic and replication > args.brokers:  # the --topic topics are created as the brokers start
+        _fail(f"mockbroker serve: error: argument --config: default.replication.factor={replication} is more than "
+              f"the {args.brokers} broker(s) the --topic topics can be placed on (--brokers)")
     try:
-        topics = dict(parse_topic_spec(t) for t in args.topic)
-        cluster = MockCluster(brokers=args.brokers, host=args.host, port=args.port,
-                              config=_configs(args.config), topics=topics, control_port=args.control_port,
-                              control_host=args.control_host, control_token=args.control_token,
-                              advertised_host=args.advertised_host, listeners=args.listeners,
-                              advertised_listeners=args.advertised_listeners,
-                              listener_security_protocol_map=args.listener_security_protocol_map,
-                              sasl_users=_sasl_users(args.sasl_user), ssl_certfile=args.ssl_certfile,
-                              ssl_keyfile=args.ssl_keyfile, ssl_cafile=args.ssl_cafile,
-                              ssl_client_auth=args.ssl_client_auth, racks=args.racks)
-        await cluster.start()
-    except (OSError, KafkaError, ValueError) as exc:
-        print(f"mockbroker: cannot start: {exc}", file=sys.stderr)
-        if cluster is not None:
-            await cluster.stop()
-        return 1
+        return MockCluster(brokers=args.brokers, host=args.host, port=args.port, config=configs,
+                           topics=dict(args.topic), control_port=args.control_port,
+                           control_host=args.control_host, control_token=args.control_token,
+                           advertised_host=args.advertised_host, listeners=args.listeners,
+                           advertised_listeners=args.advertised_listeners,
+                           listener_security_protocol_map=args.listener_security_protocol_map,
+                           sasl_users=dict(args.sasl_user), ssl_certfile=args.ssl_certfile,
+                           ssl_keyfile=args.ssl_keyfile, ssl_cafile=args.ssl_cafile,
+                           ssl_client_auth=args.ssl_client_auth, racks=args.racks)
+    except (KafkaError, ValueError, OSError) as exc:
+        message = exc.message if isinstance(exc, KafkaError) else str(exc)
+        flag = _flag_of(message)
+        _fail(f"mockbroker serve: error: {'argument ' + flag + ': ' if flag else ''}{_without_head(message)}")
+
+
+def _without_head(message: str) -> str:
+    """``port: 2 brokers ...`` -> ``2 brokers ...`` (the flag is named already)."""
+    head, sep, rest = message.partition(": ")
+    return rest if sep and head in ("port", "brokers", "topics", "control_port", "racks") else message
+
+
+def _flag_of(message: str) -> str | None:
+    """The flag a MockCluster error names (``port: ...`` -> ``--port``), TLS ones by their subject."""
+    head = message.partition(":")[0]
+    flags = {"port": "--port", "brokers": "--brokers", "topics": "--topic", "control_port": "--control-port",
+             "control API": "--control-port"}
+    if head in flags:
+        return flags[head]
+    lowered = message.lower()
+    if "listener.name." in lowered:
+        return "--config"
+    if "ssl" in lowered or "certificate" in lowered or "pem" in lowered:
+        return "--ssl-certfile"
+    return None
+
+
+def cluster_listeners_given(cluster: Any) -> bool:
+    """Whether the cluster listens where ``--listeners`` said (else on ``--host``/``--port``)."""
+    return bool(cluster.state.config.get("listeners"))
+
+
+async def _serve(cluster: Any) -> int:
+    """Run ``cluster`` until SIGINT or SIGTERM (which may come while it starts: start is abandoned)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in early_signals.SIGNALS:
+        loop.add_signal_handler(sig, stop.set)
+    if early_signals.received:  # Ctrl-C while the modules loaded
+        return 0
+    starting = asyncio.ensure_future(cluster.start())
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():  # a signal while starting: the start undoes itself (MockCluster.start)
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        return 0
+    stopping.cancel()
+    exc = starting.exception()
+    if isinstance(exc, OSError):  # a port in use, an address not here: name the flag that chose it
+        message = " ".join((exc.strerror or str(exc)).split())  # (strerror: no "[Errno 98]")
+        given = cluster_listeners_given(cluster)
+        flag = _flag_of(message) or ("--listeners" if given else
+                                     "--host" if exc.errno == errno.EADDRNOTAVAIL else "--port")
+        print(f"mockbroker serve: error: argument {flag}: cannot listen: {message}", file=sys.stderr, flush=True)
+        return 2
+    if exc is not None:
+        message = " ".join((exc.message if isinstance(exc, KafkaError) else str(exc)).split())
+        print(f"mockbroker serve: error: cannot start: {message}", file=sys.stderr, flush=True)
+        return 2
     from mockbroker.server import collector
 
     collector.install()  # this process is the broker's own: keep the cycle collector's pauses short
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
     if len(cluster.security.listeners) > 1:
         for spec in cluster.security.listeners:
@@ -173,12 +319,13 @@ def _add_security_arguments(serve: Any) -> None:
                        help="Kafka's advertised.listeners ($MOCKBROKER_ADVERTISED_LISTENERS)")
     serve.add_argument("--listener-security-protocol-map", default=env("MOCKBROKER_LISTENER_SECURITY_PROTOCOL_MAP"),
                        help="Kafka's listener.security.protocol.map, e.g. CLIENT:SASL_SSL")
-    serve.add_argument("--sasl-user", action="append", default=[], metavar="NAME:PASSWORD",
+    serve.add_argument("--sasl-user", action="append", default=[], metavar="NAME:PASSWORD", type=_sasl_user,
                        help="a SASL user for PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (repeatable)")
-    serve.add_argument("--ssl-certfile", default=env("MOCKBROKER_SSL_CERTFILE"),
+    serve.add_argument("--ssl-certfile", default=env("MOCKBROKER_SSL_CERTFILE"), type=_existing_file,
                        help="PEM certificate chain (may hold the key) for SSL / SASL_SSL listeners")
-    serve.add_argument("--ssl-keyfile", default=env("MOCKBROKER_SSL_KEYFILE"), help="PEM private key")
-    serve.add_argument("--ssl-cafile", default=env("MOCKBROKER_SSL_CAFILE"),
+    serve.add_argument("--ssl-keyfile", default=env("MOCKBROKER_SSL_KEYFILE"), type=_existing_file,
+                       help="PEM private key")
+    serve.add_argument("--ssl-cafile", default=env("MOCKBROKER_SSL_CAFILE"), type=_existing_file,
                        help="PEM CA of client certificates (mutual TLS)")
     serve.add_argument("--ssl-client-auth", default=env("MOCKBROKER_SSL_CLIENT_AUTH"),
                        choices=("none", "requested", "required"),
@@ -186,25 +333,42 @@ def _add_security_arguments(serve: Any) -> None:
                             "--config listener.name.<listener>.ssl.client.auth=required")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: ``mockbroker <version>`` (the version is looked up only when asked for)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"mockbroker {_version()}")
+        parser.exit(0)
+
+
 def _add_scenario_parser(sub: Any) -> None:
-    scenario = sub.add_parser("scenario", help="run or check declarative failure scenarios (YAML)")
-    verbs = scenario.add_subparsers(dest="verb", required=True)
-    run = verbs.add_parser("run", help="run a scenario file")
-    run.add_argument("file")
+    scenario = sub.add_parser("scenario", help="list, run or check declarative failure scenarios (YAML)",
+                              description="A scenario is a YAML file or the name of a shipped one "
+                                          "(mockbroker scenario list); an existing file path wins.")
+    verbs = scenario.add_subparsers(dest="verb", required=True, metavar="{list,run,check}")
+    verbs.add_parser("list", help="list the shipped scenarios, each with its one-line description")
+    run = verbs.add_parser("run", help="run a scenario: a shipped name or a file")
+    run.add_argument("file", metavar="NAME|FILE", help="a shipped scenario's name (see list) or a scenario file")
     group = run.add_mutually_exclusive_group()
     group.add_argument("--app", action="store_true", help="run the scenario's own app command")
     group.add_argument("--exec", dest="exec_command", metavar="COMMAND",
                        help="run this command as the application (KAFKA_BOOTSTRAP_SERVERS set)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
-    run.add_argument("--port", type=int, default=0, help="first broker's port (default: free ports)")
+    run.add_argument("--port", type=_port, default=0, help="first broker's port (default: free ports)")
     run.add_argument("--host", default=os.environ.get("MOCKBROKER_HOST", "127.0.0.1"),
                      help="address to listen on (default 127.0.0.1; $MOCKBROKER_HOST)")
     run.add_argument("--advertised-host", default=os.environ.get("MOCKBROKER_ADVERTISED_HOST"),
                      help="host name Metadata gives clients ($MOCKBROKER_ADVERTISED_HOST)")
-    run.add_argument("--control-port", type=int, default=None, help="also serve the HTTP control API here")
+    run.add_argument("--control-port", type=_port, default=None,
+                     help="also serve the HTTP control API here (0 = a free port)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
-    check = verbs.add_parser("check", help="check scenario files without running them")
-    check.add_argument("files", nargs="+")
+    check = verbs.add_parser("check", help="check scenarios against the cluster each declares, without running "
+                                           "them; every problem, one line each (exit 2)")
+    check.add_argument("files", nargs="*", metavar="NAME|FILE",
+                       help="shipped scenario names or scenario files (default: every shipped scenario)")
 
 
 def _parser(command: str | None) -> argparse.ArgumentParser:
@@ -212,6 +376,7 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
     subparser is built: each parser costs argparse ~0.7 ms of gettext lookups, and ``serve`` is the
     broker's start."""
     parser = _Parser(prog="mockbroker", description="A mock Kafka broker.")
+    parser.add_argument("--version", action=_VersionAction, help="print mockbroker's version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     if command is None:
         sub.add_parser("audit", add_help=False,
@@ -219,7 +384,7 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
                             "(mockbroker[spark])")
     if command in (None, "decode"):
         dec = sub.add_parser("decode", help="decode request frames (the bytes after the size prefix)")
-        dec.add_argument("frames", nargs="+")
+        dec.add_argument("frames", nargs="+", metavar="FRAME", help="a file holding one request frame")
     if command in (None, "serve"):
         _add_serve_parser(sub)
     if command in (None, "scenario"):
@@ -230,23 +395,27 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
 def _add_serve_parser(sub: Any) -> None:
     serve = sub.add_parser("serve", help="run mock brokers until Ctrl-C",
                            description="Options default to MOCKBROKER_* environment variables (the Docker image "
-                                       "sets them), then to the values shown.")
-    serve.add_argument("--brokers", type=int, default=_env_int("MOCKBROKER_BROKERS", 1),
+                                       "sets them), then to the values shown. Ctrl-C or SIGTERM stops the brokers "
+                                       "(exit status 0); bad input exits with status 2.")
+    serve.add_argument("--brokers", type=_broker_count, default=_env("MOCKBROKER_BROKERS", "1"),
                        help="number of brokers (default 1; $MOCKBROKER_BROKERS)")
     serve.add_argument("--host", default=os.environ.get("MOCKBROKER_HOST", "127.0.0.1"),
                        help="address to listen on (default 127.0.0.1; $MOCKBROKER_HOST)")
     serve.add_argument("--advertised-host", default=os.environ.get("MOCKBROKER_ADVERTISED_HOST"),
                        help="host name Metadata gives clients (default: --host, or 127.0.0.1 for a wildcard; "
                             "$MOCKBROKER_ADVERTISED_HOST)")
-    serve.add_argument("--port", type=int, default=_env_int("MOCKBROKER_PORT", 9092),
+    serve.add_argument("--port", type=_port, default=_env("MOCKBROKER_PORT", "9092"),
                        help="first broker's port; the others follow it (0 = free ports; $MOCKBROKER_PORT)")
-    serve.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]")
-    serve.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                       help="broker config, Kafka names (e.g. auto.create.topics.enable=false)")
+    serve.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]", type=_topic,
+                       help="create this topic at start, with PARTITIONS partitions (default: num.partitions); "
+                            "repeatable")
+    serve.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", type=_config_item,
+                       help="broker config, Kafka names (e.g. auto.create.topics.enable=false); repeatable; "
+                            "an unknown key is refused")
     serve.add_argument("--racks", default=os.environ.get("MOCKBROKER_RACKS") or None, metavar="RACK,RACK,...",
                        help="each broker's broker.rack, one per broker in node id order (e.g. a,b,c; "
                             "$MOCKBROKER_RACKS)")
-    serve.add_argument("--control-port", type=int, default=_env_int("MOCKBROKER_CONTROL_PORT", None),
+    serve.add_argument("--control-port", type=_port, default=_env("MOCKBROKER_CONTROL_PORT", None),
                        help="serve the HTTP control API on this port (0 = a free port; $MOCKBROKER_CONTROL_PORT)")
     serve.add_argument("--control-host", default=os.environ.get("MOCKBROKER_CONTROL_HOST", "127.0.0.1"),
                        help="control API address (default 127.0.0.1; $MOCKBROKER_CONTROL_HOST)")
@@ -254,11 +423,14 @@ def _add_serve_parser(sub: Any) -> None:
                        help="require 'Authorization: Bearer TOKEN' on the control API "
                             "(default: $MOCKBROKER_CONTROL_TOKEN)")
     _add_security_arguments(serve)
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", type=_log_level, metavar="LEVEL",
+                       help=f"log level: {', '.join(LOG_LEVELS)} (default INFO)")
 
 
 def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] != ["serve"]:
+        early_signals.restore()  # only serve keeps the signals caught during start-up (mockbroker.__main__)
     if args_in[:1] == ["audit"]:  # a Spark job with its own options (needs mockbroker[spark])
         from mockbroker.spark.audit import main as audit_main
 
@@ -275,14 +447,20 @@ def main(argv: list[str] | None = None) -> int:
         from mockbroker.scenarios import cli as scenario_cli  # YAML and JSON schema only when needed
 
         return scenario_cli.main(args)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    cluster = _check_serve(args)  # every flag checked before anything listens
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _raise_open_files_limit()  # one descriptor per client connection
     try:
         import uvloop
-
-        return uvloop.run(_serve(args))
     except ImportError:
-        return asyncio.run(_serve(args))
+        uvloop = None
+    early_signals.defer()  # a signal from now on is noted, and read by _serve
+    if early_signals.received:  # (a signal while main() was called without the early handlers)
+        return 0
+    try:
+        return uvloop.run(_serve(cluster)) if uvloop is not None else asyncio.run(_serve(cluster))
+    finally:
+        early_signals.ignore()  # stopped: a second Ctrl-C must not interrupt the exit with a traceback
 
 
 if __name__ == "__main__":

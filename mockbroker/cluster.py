@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from mockbroker.cluster_args import check_arguments, parse_topic_spec  # noqa: F401 (parse_topic_spec: the CLI's)
 from mockbroker.faults import FaultSet, Journal
 from mockbroker.server.broker import BrokerServer
 from mockbroker.server.security import Security
@@ -40,12 +41,6 @@ TICK_SECONDS = 0.1  # while anything runs on the clock (ClusterState.timers_live
 # idle tick, not at every other one when the loop's timer fires a millisecond early by the wall clock
 IDLE_TICK_SECONDS = 1.02
 POLL_SECONDS = 0.01
-
-
-def parse_topic_spec(spec: str) -> tuple[str, int | None]:
-    """``orders:6`` -> ("orders", 6); ``orders`` -> ("orders", None)."""
-    name, _, count = spec.partition(":")
-    return name, int(count) if count else None
 
 
 class MockCluster:
@@ -73,8 +68,7 @@ class MockCluster:
         ssl_client_auth: str | None = None,
         racks: Sequence[str] | Mapping[int, str] | None = None,
     ) -> None:
-        if brokers < 1:
-            raise ValueError("a cluster needs at least one broker")
+        check_arguments(brokers, port, control_port, topics)  # ValueError before anything listens
         # each broker's broker.rack (one name per broker, or node id -> name): mockbroker.state.replica_selector
         self._racks = parse_racks(racks, brokers)
         # listeners, SASL users and TLS (mockbroker.server.security): keyword arguments or Kafka's config names
@@ -107,12 +101,22 @@ class MockCluster:
 
     # -- async life cycle -------------------------------------------------------------------
     async def start(self) -> MockCluster:
+        """Listen and create the initial topics; on failure, whatever was started is stopped again (no
+        socket or task is left behind) and the error is raised."""
         self._loop = asyncio.get_running_loop()
+        try:
+            return await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> MockCluster:
+        assert self._loop is not None
         for node_id in range(self._count):
             port = self._base_port + node_id if self._base_port else 0
             server = BrokerServer(self.state, node_id, self.host, port, self.security)
-            await server.start()
-            self.brokers.append(server)
+            self.brokers.append(server)  # (stopped again if the start fails)
+            await server.start(announce=False)
             self._register(self.state, server)
         for name, partitions in self._initial_topics.items():
             if name not in self.state.topics:
@@ -124,7 +128,12 @@ class MockCluster:
             from mockbroker.control import ControlServer
 
             self.control = ControlServer(self, host, port, token)
-            await self.control.start()
+            try:
+                await self.control.start()
+            except OSError as exc:
+                raise OSError(exc.errno, f"control API: {exc.strerror or exc}") from None
+        for server in self.brokers:  # "listening" once every broker listens, not before a failure
+            server.announce()
         return self
 
     def _tick(self) -> None:

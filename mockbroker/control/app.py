@@ -3,7 +3,8 @@ client quotas, reset and health, so tests in any language can drive a mock clust
 file documents every route; ``GET /openapi.yaml`` serves it.
 
 Handlers run on the cluster's event loop, so they read and change state directly.  Errors are JSON
-``{"error": "..."}`` (plus ``code`` and ``name`` for Kafka errors) with 400, 404 or 409.  With a token,
+``{"error": "..."}`` (plus ``code`` and ``name`` for Kafka errors) with 400, 404, 405 or 409 (an unknown
+route is a JSON 404, a method a route does not take a JSON 405).  With a token,
 every route but ``/health`` wants ``Authorization: Bearer <token>``.
 """
 
@@ -72,6 +73,15 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         raise _fail(401, "missing or wrong bearer token")
     try:
         return await handler(request)
+    except web.HTTPNotFound as exc:  # no such route (aiohttp's own answer is plain text)
+        if exc.content_type == "application/json":
+            raise
+        raise _fail(404, f"no route {request.method} {request.path} (GET /openapi.yaml lists them)") from None
+    except web.HTTPMethodNotAllowed as exc:
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        raise web.HTTPMethodNotAllowed(request.method, exc.allowed_methods, content_type="application/json",
+                                       text=json.dumps({"error": f"{request.path} does not take {request.method} "
+                                                                 f"(it takes {allowed})"})) from None
     except KafkaError as exc:
         log.info("control %s %s: %s", request.method, request.path, exc.message)
         raise _fail(_KAFKA_STATUS.get(exc.code, 400), exc.message or error_name(exc.code), code=exc.code,

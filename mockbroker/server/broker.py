@@ -64,7 +64,25 @@ class BrokerServer:
 
         return FetchSessionCache(self.cluster.config["max.incremental.fetch.session.cache.slots"])
 
-    async def start(self) -> None:
+    async def start(self, announce: bool = True) -> None:
+        """Listen on every listener; if one cannot, the ones already listening are closed again.
+        ``announce``: log the ``listening on`` lines now (else :meth:`announce` does, once every broker
+        of the cluster listens)."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+        if announce:
+            self.announce()
+
+    def announce(self) -> None:
+        """Log one ``listening on`` line per listener."""
+        for spec in self.listeners:
+            log.info("broker %s listening on %s:%s (listener %s, protocol %s)", self.node_id, spec.host,
+                     self.ports[spec.name], spec.name, spec.protocol)
+
+    async def _start(self) -> None:
         self.loop = loop = asyncio.get_running_loop()
         max_bytes = self.cluster.config["socket.request.max.bytes"]
         # Kafka's socket.listen.backlog.size (mock default 1024: 1,000 clients connecting at once are
@@ -119,8 +137,6 @@ class BrokerServer:
                         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
             self.servers.append(server)
             self.ports[spec.name] = server.sockets[0].getsockname()[1]
-            log.info("broker %s listening on %s:%s (%s, %s)", self.node_id, spec.host, self.ports[spec.name],
-                     spec.name, spec.protocol)
         self.server = self.servers[0]
         self.port = self.ports[self.listeners[0].name]
         max_idle_ms = int(self.cluster.config["connections.max.idle.ms"])

@@ -368,8 +368,8 @@ class ConnectionMethods:
         self.task = None
         if self.closed:
             return
-        if task.cancelled():
-            self.close("request handling was cancelled")
+        if task.cancelled():  # the broker stopping (teardown) or going down: nothing the client did
+            self.close("request handling was cancelled", level=logging.DEBUG)
             return
         exc = task.exception()
         if isinstance(exc, CloseConnection):
@@ -425,11 +425,12 @@ class ConnectionMethods:
         ``delay_s`` later (Kafka's connection.failed.authentication.delay.ms)."""
         asyncio.get_running_loop().call_later(delay_s, self.close, reason)
 
-    def close(self, reason: str, abort: bool = False) -> None:
-        """Close with a log line; ``abort`` drops responses not yet taken by the client (idle expiry)."""
+    def close(self, reason: str, abort: bool = False, level: int = logging.WARNING) -> None:
+        """Close with a log line (at ``level``); ``abort`` drops responses not yet taken by the client
+        (idle expiry)."""
         if self.closed:
             return
-        log.warning("broker %s: closing connection from %s: %s", self.broker_id, self.peer, reason)
+        log.log(level, "broker %s: closing connection from %s: %s", self.broker_id, self.peer, reason)
         self.closed = True
         self.socket_fd = -1
         self._queue.clear()

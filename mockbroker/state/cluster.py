@@ -377,7 +377,11 @@ class ClusterState:
         for key, value in configs.items():
             kind = KAFKA_TOPIC_CONFIGS.get(key)
             if kind is None:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
+                from mockbroker.state.config import did_you_mean, topic_names
+
+                near = did_you_mean(key, topic_names())  # Kafka's message, and the name meant
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Unknown topic config name: {key}" + (f" (did you mean {near}?)" if near else ""))
             _check_topic_config_value(key, str(value), kind)
         TopicConfig(self.config, configs)  # the values the mock acts on get its own checks too
 

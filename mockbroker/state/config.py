@@ -142,6 +142,80 @@ COMPRESSION_TYPES = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4"
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 PRODUCE_VALIDATION = ("strict", "envelope")
 REUSED_SEQUENCES = ("duplicate", "reject")
+CLEANUP_POLICIES = ("delete", "compact")
+
+# name -> the values it may take (Kafka's ValidString.in; the mock's keys likewise)
+ENUMS: dict[str, tuple[str, ...]] = {
+    "compression.type": COMPRESSION_TYPES,
+    "log.message.timestamp.type": TIMESTAMP_TYPES,
+    "message.timestamp.type": TIMESTAMP_TYPES,
+    "mock.produce.validation": PRODUCE_VALIDATION,
+    "mock.produce.reused.sequences": REUSED_SEQUENCES,
+}
+# name -> the values each item of its comma list may take (Kafka's ValidList.in)
+LIST_ENUMS: dict[str, tuple[str, ...]] = {"log.cleanup.policy": CLEANUP_POLICIES, "cleanup.policy": CLEANUP_POLICIES}
+LISTENER_PREFIX = "listener.name."
+
+
+def _catalogue() -> Any:
+    """mockbroker.state.config_catalogue, loaded on first use: a broker started without configs does
+    not need it (nor its dataclasses) before it answers (tests/broker/test_start_imports.py)."""
+    from mockbroker.state import config_catalogue
+
+    return config_catalogue
+
+
+def broker_names() -> set[str]:
+    """Every broker config name MockCluster(config=...) accepts, but the ``listener.name.`` ones."""
+    cat = _catalogue()
+    return set(BROKER_DEFAULTS) | set(cat.BROKER_CONFIGS) | set(cat.ACCEPTED_BROKER_NAMES)
+
+
+def topic_names() -> set[str]:
+    """Every topic config name a topic accepts (Kafka's, whether the mock acts on it or stores it)."""
+    return set(_catalogue().TOPIC_CONFIGS) | set(TOPIC_TO_BROKER)
+
+
+def did_you_mean(name: str, known: set[str]) -> str | None:
+    """The known name closest to ``name`` (a typo), or None when none is close."""
+    import difflib  # only when a name is wrong
+
+    near = difflib.get_close_matches(name, sorted(known), 1, 0.6)
+    return near[0] if near else None
+
+
+def unknown_config_message(kind: str, name: str) -> str:
+    """``unknown broker config 'x': did you mean 'y'?`` (``kind``: broker or topic)."""
+    cat = _catalogue()
+    known = broker_names() if kind == "broker" else topic_names()
+    message = f"unknown {kind} config {name!r}"
+    other = cat.TOPIC_CONFIGS.get(name) if kind == "broker" else None
+    if other is not None and other.synonym in known:
+        return f"{message}: it is a topic config; the broker's default for it is {other.synonym!r}"
+    topic_of = {spec.synonym: topic for topic, spec in cat.TOPIC_CONFIGS.items() if spec.synonym != topic}
+    if kind == "topic" and name in topic_of:
+        return f"{message}: it is a broker config; the topic's is {topic_of[name]!r}"
+    near = did_you_mean(name, known)
+    return f"{message}: did you mean {near!r}?" if near else message
+
+
+def check_broker_name(name: Any) -> None:
+    """INVALID_CONFIG unless ``name`` is a broker config the mock knows (see :func:`broker_names`)."""
+    if not isinstance(name, str):
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"a config name must be a string, not {name!r}")
+    if name.startswith(LISTENER_PREFIX) and name.count(".") >= 3:  # checked against the listeners (server.security)
+        return
+    if name in BROKER_DEFAULTS:
+        return
+    cat = _catalogue()
+    if name not in cat.BROKER_CONFIGS and name not in cat.ACCEPTED_BROKER_NAMES:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, unknown_config_message("broker", name))
+
+
+def check_topic_name(name: Any) -> None:
+    """INVALID_CONFIG unless ``name`` is a topic config Kafka defines."""
+    if not isinstance(name, str) or (name not in TOPIC_TO_BROKER and name not in _catalogue().TOPIC_CONFIGS):
+        raise KafkaError(ErrorCode.INVALID_CONFIG, unknown_config_message("topic", str(name)))
 
 
 def _convert(name: str, value: Any, kind: type) -> Any:
@@ -158,23 +232,43 @@ def _convert(name: str, value: Any, kind: type) -> Any:
         if kind is float:
             return float(text)
     except ValueError:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for {name}") from None
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for {name}: "
+                         f"{'true or false' if kind is bool else 'a number'} expected") from None
     return text
 
 
+def _kind_of(name: str) -> type:
+    """The Python type a config's value converts to: the mock's for what it acts on, else str."""
+    broker_name = TOPIC_TO_BROKER.get(name, name)
+    return BROKER_DEFAULTS[broker_name][1] if broker_name in BROKER_DEFAULTS else str
+
+
 def _check(name: str, value: Any) -> None:
-    if name in ("compression.type",) and value not in COMPRESSION_TYPES:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid compression.type {value!r}")
-    if name.endswith("timestamp.type") and value not in TIMESTAMP_TYPES:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}")
-    if name == "mock.produce.validation" and value not in PRODUCE_VALIDATION:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}: one of {', '.join(PRODUCE_VALIDATION)}")
-    if name == "mock.produce.reused.sequences" and value not in REUSED_SEQUENCES:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid {name} {value!r}: one of {', '.join(REUSED_SEQUENCES)}")
-    if name == "mock.oauthbearer.allowable.clock.skew.ms" and value < 0:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} must not be negative, got {value}")
-    if name in ("quota.window.num", "quota.window.size.seconds") and value < 1:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} must be at least 1, got {value}")
+    """Kafka's value checks (ConfigDef validators) on ``value``, already converted: one table each."""
+    allowed = ENUMS.get(name)
+    if allowed is not None and value not in allowed:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for {name}: one of {', '.join(allowed)}")
+    items = LIST_ENUMS.get(name)
+    if items is not None and not all(part.strip() in items for part in str(value).split(",")):
+        raise KafkaError(ErrorCode.INVALID_CONFIG,
+                         f"invalid value {value!r} for {name}: a comma list of {', '.join(items)}")
+    cat = _catalogue()
+    spec = cat.BROKER_CONFIGS.get(name) or cat.TOPIC_CONFIGS.get(name)
+    number = value
+    numeric = {cat.INT: int, cat.LONG: int, cat.SHORT: int, cat.DOUBLE: float}
+    if isinstance(value, str) and spec is not None and spec.type in numeric:  # a Kafka name the mock stores
+        try:
+            number = numeric[spec.type](value.strip())
+        except ValueError:
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"invalid value {value!r} for {name}: a number expected") from None
+    elif isinstance(value, str) and spec is not None and spec.type == cat.BOOLEAN:
+        if value.strip().lower() not in ("true", "false"):
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for {name}: true or false expected")
+    if isinstance(number, (int, float)) and not isinstance(number, bool):
+        problem = cat.range_error(name, number)
+        if problem is not None:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"invalid value {value!r} for {name}: {problem.lower()}")
     if name == "replica.selector.class":  # (fetch from followers, KIP-392: mockbroker.state.replica_selector)
         from mockbroker.state.replica_selector import check_selector
 
@@ -187,10 +281,14 @@ class BrokerConfig:
     # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "generation", "values")
 
-    def __init__(self, overrides: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, overrides: Mapping[str, Any] | None = None, strict: bool = True) -> None:
+        """``strict``: a name the mock does not know is refused, naming the nearest known one (names
+        set later through AlterConfigs are not checked: Kafka stores custom broker configs)."""
         self.values: dict[str, Any] = {k: d for k, (d, _t) in BROKER_DEFAULTS.items()}
         self.generation = 0  # counts changes, so derived settings can be cached (change values through set)
         for key, value in (overrides or {}).items():
+            if strict:
+                check_broker_name(key)
             self.set(key, value)
         # what the cluster was started with (DescribeConfigs' STATIC_BROKER_CONFIG; reset returns to it)
         self.static: dict[str, Any] = {key: self.values[key] for key in (overrides or {})}
@@ -206,8 +304,7 @@ class BrokerConfig:
         self.generation += 1
 
     def set(self, key: str, value: Any) -> None:
-        kind = BROKER_DEFAULTS[key][1] if key in BROKER_DEFAULTS else str
-        converted = _convert(key, value, kind)
+        converted = _convert(key, value, _kind_of(key))
         _check(key, converted)
         self.values[key] = converted
         self.generation += 1
@@ -235,9 +332,8 @@ class TopicConfig:
         return self._generation, self.broker.generation
 
     def set(self, key: str, value: Any) -> None:
-        broker_key = TOPIC_TO_BROKER.get(key)
-        kind = BROKER_DEFAULTS[broker_key][1] if broker_key else str
-        converted = _convert(key, value, kind)
+        check_topic_name(key)
+        converted = _convert(key, value, _kind_of(key))
         _check(key, converted)
         self.overrides[key] = converted
         self._generation += 1

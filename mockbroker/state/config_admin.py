@@ -10,7 +10,8 @@ Broker configs: the mock's brokers share one ``BrokerConfig``, so a dynamic valu
 cluster: a per-broker value (lowest broker id first) wins over the cluster-wide default, which wins
 over the static value.  Read-only configs are refused with INVALID_REQUEST (Kafka: "Cannot update
 these configs dynamically"), as are values of the wrong type (KAFKA-13609).  Names Kafka does not
-define are accepted and stored, as Kafka does for custom broker configs.
+define are accepted and stored, as Kafka does for custom broker configs (its controller checks
+only the broker id of a BROKER resource), though ``MockCluster(config=...)`` refuses them.
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ class ConfigAdmin:
             if spec is not None and not _check_type(name, value, spec.type):
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Invalid value {value} for configuration {name}")
             try:
-                BrokerConfig({name: value})  # the mock's own checks of the values it acts on
+                BrokerConfig({name: value}, strict=False)  # the mock's own checks of the values it acts on
                 topic_name = _TOPIC_OF_BROKER.get(name)
                 if topic_name is not None:  # the topic config's checks (cleanup policies, ranges)
                     from mockbroker.state.cluster import KAFKA_TOPIC_CONFIGS, _check_topic_config_value

@@ -115,9 +115,51 @@ TOPIC_RANGES: dict[str, tuple[float | None, float | None]] = {
 }
 
 
+# Kafka's range validators (ConfigDef atLeast / between) on the broker configs the mock acts on, and
+# the ranges the mock's own keys need.  Where Kafka has no validator but a negative value means nothing
+# to the mock (default.replication.factor, group.initial.rebalance.delay.ms) the bound is the mock's.
+BROKER_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "num.partitions": (1, None), "default.replication.factor": (1, None), "message.max.bytes": (0, None),
+    "socket.request.max.bytes": (1, None), "socket.listen.backlog.size": (1, None), "fetch.max.bytes": (1024, None),
+    "log.message.timestamp.before.max.ms": (0, None), "log.message.timestamp.after.max.ms": (0, None),
+    "group.initial.rebalance.delay.ms": (0, None), "group.consumer.session.timeout.ms": (1, None),
+    "group.consumer.heartbeat.interval.ms": (1, None), "group.consumer.min.session.timeout.ms": (1, None),
+    "group.consumer.max.session.timeout.ms": (1, None), "group.consumer.min.heartbeat.interval.ms": (1, None),
+    "group.consumer.max.heartbeat.interval.ms": (1, None), "telemetry.max.bytes": (1, None),
+    "offsets.topic.num.partitions": (1, None), "offsets.topic.replication.factor": (1, None),
+    "offsets.topic.segment.bytes": (1, None), "transaction.state.log.num.partitions": (1, None),
+    "transaction.state.log.replication.factor": (1, None), "transaction.state.log.segment.bytes": (1, None),
+    "transaction.max.timeout.ms": (1, None), "transactional.id.expiration.ms": (1, None),
+    "producer.id.expiration.ms": (1, None), "max.incremental.fetch.session.cache.slots": (0, None),
+    "log.cleaner.delete.retention.ms": (0, None), "log.cleaner.min.compaction.lag.ms": (0, None),
+    "log.cleaner.min.cleanable.ratio": (0, 1), "log.cleaner.max.compaction.lag.ms": (1, None),
+    "log.retention.check.interval.ms": (1, None), "log.cleaner.backoff.ms": (0, None),
+    "quota.window.num": (1, None), "quota.window.size.seconds": (1, None),
+    "connection.failed.authentication.delay.ms": (0, None), "min.insync.replicas": (1, None),
+    "log.segment.bytes": (14, None), "log.cleaner.threads": (0, None),
+    # the mock's own keys
+    "mock.transaction.marker.delay.ms": (0, None), "mock.journal.max.entries": (0, None),
+    "mock.log.dir.total.bytes": (0, None), "mock.log.max.total.bytes": (-1, None),
+    "mock.reassignment.delay.ms": (0, None), "mock.oauthbearer.allowable.clock.skew.ms": (0, None),
+}
+
+# Kafka broker names the mock reads or accepts (listeners and TLS: mockbroker.server.security) that
+# DescribeConfigs does not list; with BROKER_CONFIGS and config.BROKER_DEFAULTS, the names
+# MockCluster(config=...) and ``--config`` accept (``listener.name.<listener>.<setting>`` too)
+ACCEPTED_BROKER_NAMES: frozenset[str] = frozenset({
+    "listener.security.protocol.map", "inter.broker.listener.name", "controller.listener.names",
+    "ssl.client.auth", "ssl.keystore.location", "ssl.keystore.type", "ssl.truststore.location",
+    "ssl.truststore.type", "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites",
+    "ssl.endpoint.identification.algorithm", "security.inter.broker.protocol",
+    "sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol", "process.roles",
+    "controller.quorum.voters", "controller.quorum.bootstrap.servers", "auto.leader.rebalance.enable",
+    "transaction.state.log.min.isr", "offsets.retention.minutes", "group.coordinator.rebalance.protocols",
+})
+
+
 def range_error(name: str, number: float) -> str | None:
     """Kafka's message when ``number`` is outside the config's range, else None."""
-    lo, hi = TOPIC_RANGES.get(name, (None, None))
+    lo, hi = TOPIC_RANGES.get(name) or BROKER_RANGES.get(name, (None, None))
     if lo is not None and number < lo:
         return f"Value must be at least {lo}" if hi is None else f"Value must be in [{lo}, {hi}]"
     if hi is not None and number > hi:
@@ -258,6 +300,10 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
                                         True),
     "mock.log.max.total.bytes": _b(LONG, None, "Mock: memory cap on all stored record batches; produce beyond "
                                    "it gets KAFKA_STORAGE_ERROR (-1: none; default: half the memory).", True),
+    "mock.log.dir.total.bytes": _b(LONG, "1099511627776", "Mock: the size DescribeLogDirs v4+ reports for every "
+                                   "log directory (usable: this minus its logs)."),
+    "mock.reassignment.delay.ms": _b(LONG, "0", "Mock: how long a reassignment adding replicas stays in progress "
+                                     "(0: done at once)."),
 }
 
 

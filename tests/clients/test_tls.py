@@ -223,5 +223,5 @@ def test_serve_refuses_an_ssl_listener_without_a_certificate() -> None:
 
     result = subprocess.run([sys.executable, "-m", "mockbroker", "serve", "--listeners", "SSL://127.0.0.1:0"],
                             capture_output=True, text=True, timeout=20)
-    assert result.returncode == 1 and "needs a certificate" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "needs a certificate" in result.stderr and "Traceback" not in result.stderr
 
