@@ -1,7 +1,11 @@
-# Two commands on a fresh machine: `make run` (the broker) and `make test` (the whole suite).
+# Two commands on a fresh machine: `make run` (the broker: the runtime alone, ~15 s and ~110 MB from a fresh
+# clone) and `make test` (the whole suite: the [test] extra, pyspark and all).  Both share .venv: the runtime
+# stamp (.venv/.runtime) is what `make run` needs, the test stamp (.venv/.installed) also sets the runtime one.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# make run PORT=19092: the broker's port
+PORT ?= 9092
 # An editable install whose .pth file is a plain path: setuptools' default editable mode installs an
 # import hook that loads pathlib and more into every Python start (~15-25 ms of the broker's start-up).
 # If a future setuptools drops the compat mode, the default mode still works, only slower to start.
@@ -13,14 +17,25 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip 'setuptools>=77'  # 77: pyproject's SPDX license (for setup.py build_ext runs)
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard mockbroker/*/*.c mockbroker/*/*.h) | $(BIN)/python
-	$(call EDITABLE,'.[test]')
-	$(BIN)/python -m compileall -q mockbroker bench >/dev/null  # bytecode for fast starts, even with PYTHONDONTWRITEBYTECODE
-	$(BIN)/python -c "from mockbroker.records.check import SPEEDUPS; print('C extension:', 'built' if SPEEDUPS else 'not built: pure Python')"
+SOURCES := pyproject.toml setup.py $(wildcard mockbroker/*/*.c mockbroker/*/*.h)
+SPEEDUPS_LINE = $(BIN)/python -c "from mockbroker.records.check import SPEEDUPS; print('C extension:', 'built' if SPEEDUPS else 'not built: pure Python')"
+
+# the runtime alone (what `pip install mockbroker` brings): enough for every command but `audit` ([spark])
+$(VENV)/.runtime: $(SOURCES) | $(BIN)/python
+	$(call EDITABLE,.)
+	$(BIN)/python -m compileall -q mockbroker >/dev/null  # bytecode for fast starts, even with PYTHONDONTWRITEBYTECODE
+	$(SPEEDUPS_LINE)
 	touch $@
 
-run: $(VENV)/.installed
-	$(BIN)/python -m mockbroker serve --brokers 1 --port 9092 --topic demo:3
+# everything the suite needs (the [test] extra); an up-to-date test install is an up-to-date runtime one too
+$(VENV)/.installed: $(SOURCES) | $(BIN)/python
+	$(call EDITABLE,'.[test]')
+	$(BIN)/python -m compileall -q mockbroker bench >/dev/null  # bytecode for fast starts, even with PYTHONDONTWRITEBYTECODE
+	$(SPEEDUPS_LINE)
+	touch $@ $(VENV)/.runtime
+
+run: $(VENV)/.runtime
+	$(BIN)/python -m mockbroker serve --brokers 1 --port $(PORT) --topic demo:3
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check .
@@ -34,7 +49,7 @@ generate: $(VENV)/.installed
 	$(BIN)/python tools/gen_protocol.py
 	$(BIN)/python -m compileall -q mockbroker/protocol >/dev/null
 
-# every load against mockbroker, librdkafka's mock and Tansu; rewrites README's table and bench/results.png
+# every load against mockbroker, librdkafka's mock and Tansu; rewrites docs/benchmarks.md's table and docs/img/bench-results.png
 bench: $(VENV)/.installed
 	$(call EDITABLE,'.[bench]')
 	$(BIN)/python -m bench.suite

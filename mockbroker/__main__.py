@@ -10,6 +10,7 @@ the cluster listens (``server.collector.install``), every other command at once.
 """
 
 import gc
+import os
 import sys
 
 from mockbroker import early_signals
@@ -20,7 +21,12 @@ def run() -> int:
     gc.disable()
     from mockbroker.cli import main
 
-    return main()
+    try:
+        return main()
+    except BrokenPipeError:  # the reader went away (``mockbroker scenario list | head``): no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
+        return 1
 
 
 if __name__ == "__main__":

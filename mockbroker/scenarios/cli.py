@@ -34,8 +34,10 @@ def main(args: argparse.Namespace) -> int:
     if args.verb == "list":
         names = shipped.names()
         width = max(map(len, names), default=0)
+        room = max(100 - width - 2, 40)  # one short line each; `scenario check NAME` and the file say the rest
         for name in names:
-            print(f"{name:<{width}}  {shipped.summary(shipped.path_of(name))}")
+            text = shipped.summary(shipped.path_of(name))
+            print(f"{name:<{width}}  {text if len(text) <= room else text[:room - 1].rstrip() + '…'}")
         return 0
     if args.verb == "check":
         status = 0

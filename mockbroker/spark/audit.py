@@ -1,6 +1,6 @@
 """The audit: a Spark job that checks what Kafka-protocol topics hold.
 
-    mockbroker audit --bootstrap 127.0.0.1:9092 --topic orders [--topic ...] [--json report.json]
+    mockbroker audit --bootstrap-server 127.0.0.1:9092 --topic orders [--topic ...] [--json report.json]
     report = run_audit(spark, bootstrap, ["orders"])
 
 It reads every batch (control markers and aborted records included, with producer id, epoch and
@@ -124,18 +124,38 @@ def run_audit(spark: Any, bootstrap: str, topics: list[str], examples: int = 5) 
     return report
 
 
+def missing_extra() -> str | None:
+    """One line naming the extra to install when this install lacks what the audit imports (the runtime
+    install has no Spark), or None."""
+    import importlib.util
+
+    absent = [name for name in ("pyspark", "pyarrow") if importlib.util.find_spec(name) is None]
+    if not absent:
+        return None
+    return (f"mockbroker audit: this install lacks {' and '.join(absent)} (the audit is a Spark job); "
+            "add the extra: pip install 'mockbroker[spark]' (Spark also needs Java 17+)")
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import os
     import sys
 
-    parser = argparse.ArgumentParser(prog="mockbroker audit", description=__doc__,
+    from mockbroker.cli import _Parser  # errors in one line, exit status 2, as the other commands
+
+    parser = _Parser(prog="mockbroker audit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bootstrap", required=True, help="bootstrap servers, host:port[,host:port]")
-    parser.add_argument("--topic", action="append", required=True)
+    parser.add_argument("--bootstrap-server", "--bootstrap", dest="bootstrap", required=True,
+                        help="bootstrap servers, host:port[,host:port] (as Kafka's tools name it; --bootstrap "
+                             "is an alias)")
+    parser.add_argument("--topic", action="append", required=True, help="a topic to audit (repeatable)")
     parser.add_argument("--json", dest="json_path", help="also write the report here as JSON")
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     args = parser.parse_args(argv)
+    missing = missing_extra()
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 

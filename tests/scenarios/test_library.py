@@ -32,7 +32,19 @@ def test_list_prints_every_name_with_one_line(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert [line.split()[0] for line in lines] == shipped.names()
     throttling = next(line for line in lines if line.startswith("throttling "))
-    assert "every Produce answer carries a 300 ms throttle time" in throttling
+    assert "For two seconds every Produce answer carries a 300 ms" in throttling
+    assert all(len(line) <= 100 for line in lines)
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
+    """``mockbroker scenario list | head -1``: the pipe closes under the command, which ends quietly."""
+    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "scenario", "list"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command writes: its first write (or its flush at exit) meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
 
 
 def test_check_by_name_from_another_directory(tmp_path: Path) -> None:
