@@ -6,9 +6,9 @@ Brokers: mockbroker, mockbroker with the C extension off (MOCKBROKER_PURE_PYTHON
 strict record checks cost without it), librdkafka's mock cluster and Tansu (bench/peers.py).  Each row
 is the median over --repeat runs; the ratio columns are mockbroker's cost divided by the peer's (time,
 or 1/rate for MB/s rows), so <= 1.00 means mockbroker is at least as fast.  Results go to
-bench/results.json; the README table between its bench markers and the chart bench/results.png are
-regenerated from them (bench/report.py).  --quick runs tiny loads once and touches no files (CI uses it
-to prove the benchmark still runs); its numbers mean nothing.
+bench/results.json; the table in docs/benchmarks.md between its bench markers and the chart
+docs/img/bench-results.png are regenerated from them (bench/report.py).  --quick runs tiny loads once
+and touches no files (CI uses it to prove the benchmark still runs); its numbers mean nothing.
 """
 
 from __future__ import annotations
@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="tiny loads, one run, no files written")
-    ap.add_argument("--no-readme", action="store_true", help="do not rewrite README.md and the chart")
+    ap.add_argument("--no-readme", action="store_true", help="do not rewrite docs/benchmarks.md and the chart")
     ap.add_argument("--brokers", default=None, help="comma-separated subset of: " + ", ".join(n for n, _ in BROKERS))
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
     args = ap.parse_args(argv)
