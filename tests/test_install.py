@@ -222,6 +222,15 @@ def test_audit_names_the_extra_it_needs(wheel_bin: Path, elsewhere: Path) -> Non
     assert len(lines) == 1 and "pip install 'mockbroker[spark]'" in lines[0], done.stderr
 
 
+def test_a_shipped_app_without_its_client_says_what_to_add(wheel_bin: Path, elsewhere: Path) -> None:
+    """The shipped scenarios' apps are confluent-kafka programs, which the runtime does not install:
+    ``--app`` there names the package to add in one line (exit 2) before any broker starts."""
+    done = run(wheel_bin / "mockbroker", "scenario", "run", "throttling", "--app", cwd=elsewhere)
+    assert done.returncode == 2 and "bootstrap.servers=" not in done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install confluent-kafka" in lines[0], done.stderr
+
+
 # -- the sdist, with no C compiler -------------------------------------------------------------------------
 
 
