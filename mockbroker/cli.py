@@ -119,7 +119,7 @@ def _log_level(text: str) -> str:
 
 
 def _topic(text: str) -> tuple[str, int | None]:
-    from mockbroker.cluster import parse_topic_spec
+    from mockbroker.cluster_args import parse_topic_spec
     from mockbroker.state.cluster import validate_topic_name
 
     try:
@@ -214,9 +214,8 @@ def _check_serve(args: argparse.Namespace) -> Any:
                       args.host, args.port)
     if args.listeners:
         for spec in listeners:
-            for node in range(args.brokers):
-                if spec.port and spec.port + node > 65535:
-                    _fail(f"mockbroker serve: error: argument --listeners: {args.brokers} brokers from port "
+            if spec.port and spec.port + args.brokers - 1 > 65535:  # broker n listens on port + n
+                _fail(f"mockbroker serve: error: argument --listeners: {args.brokers} brokers from port "
                           f"{spec.port} ({spec.name}) go past port 65535")
     check("--advertised-listeners", parse_advertised, args.advertised_listeners, listeners)
     check("--racks", parse_racks, args.racks, args.brokers)

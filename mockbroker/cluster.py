@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mockbroker.cluster_args import check_arguments, parse_topic_spec  # noqa: F401 (parse_topic_spec: the CLI's)
+from mockbroker.cluster_args import check_arguments
 from mockbroker.faults import FaultSet, Journal
 from mockbroker.server.broker import BrokerServer
 from mockbroker.server.security import Security

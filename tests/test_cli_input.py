@@ -57,6 +57,7 @@ BAD_INPUTS = [
     (["--brokers", "two"], "--brokers", ["two"]),
     (["--listeners", "PLAINTEXT//127.0.0.1:9092"], "--listeners", ["NAME://host:port"]),
     (["--listeners", "PLAINTEXT://127.0.0.1:99999"], "--listeners", ["99999"]),
+    (["--listeners", "PLAINTEXT://127.0.0.1:65535", "--brokers", "2"], "--listeners", ["65535", "go past"]),
     (["--listeners", "CLIENT://127.0.0.1:0"], "--listeners", ["CLIENT", "listener.security.protocol.map"]),
     (["--listener-security-protocol-map", "CLIENT:TLS"], "--listener-security-protocol-map", ["CLIENT:TLS"]),
     (["--ssl-certfile", "/no/such/cert.pem"], "--ssl-certfile", ["/no/such/cert.pem"]),

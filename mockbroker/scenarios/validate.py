@@ -10,7 +10,6 @@ topic name would otherwise wait for the timeout.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
@@ -20,7 +19,7 @@ from mockbroker.errors import KafkaError
 from mockbroker.faults import rule_from_dict
 from mockbroker.faults.rules import FaultRule
 from mockbroker.state.cluster import validate_topic_name
-from mockbroker.state.config import BrokerConfig, TopicConfig
+from mockbroker.state.config import BrokerConfig, TopicConfig, did_you_mean
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
 
 STEP_KINDS = ("action", "fault", "remove_fault")
@@ -37,9 +36,9 @@ Add = Callable[[list[Any], str], None]
 
 
 def nearest(word: str, known: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` when a known word is close, else ''."""
-    found = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {found[0]!r}?)" if found else ""
+    """`` (did you mean 'x'?)`` when a known word is close (config.did_you_mean), else ''."""
+    found = did_you_mean(word, known)
+    return f" (did you mean {found!r}?)" if found else ""
 
 
 def _reason(exc: Exception) -> str:

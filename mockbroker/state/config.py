@@ -6,7 +6,7 @@ with the topic names (``message.timestamp.type``), as in Kafka.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
@@ -176,7 +176,7 @@ def topic_names() -> set[str]:
     return set(_catalogue().TOPIC_CONFIGS) | set(TOPIC_TO_BROKER)
 
 
-def did_you_mean(name: str, known: set[str]) -> str | None:
+def did_you_mean(name: str, known: Iterable[str]) -> str | None:
     """The known name closest to ``name`` (a typo), or None when none is close."""
     import difflib  # only when a name is wrong
 

@@ -15,7 +15,9 @@ CompressionCodecs[CompressionTypes.Snappy] = require("kafkajs-snappy");
 const LZ4Codec = require("kafkajs-lz4");
 CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
 
-async function consume(kafka, topic, group, n) {
+// Reads n records of TOPIC as a member of GROUP (fromBeginning), printing line(payload) for each;
+// started(consumer) runs once the consumer runs (seek mode seeks there).
+async function readRecords(kafka, topic, group, n, line, started) {
   // a short fetch wait: disconnect() waits for the fetch in flight
   const consumer = kafka.consumer({ groupId: group, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 200 });
   await consumer.connect();
@@ -24,39 +26,29 @@ async function consume(kafka, topic, group, n) {
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`timed out after ${seen} records`)), 60000);
     consumer.run({
-      eachMessage: async ({ partition, message }) => {
-        const headers = Object.entries(message.headers || {}).map(([k, v]) => `${k}=${v}`).join(";");
-        console.log([partition, message.offset, message.key, message.value, headers, message.timestamp].join("\t"));
+      eachMessage: async (payload) => {
+        console.log(line(payload));
         seen += 1;
         if (seen === n) {
           clearTimeout(timer);
           resolve();
         }
       },
-    }).catch(reject);
+    }).then(() => started(consumer)).catch(reject);
   });
   await consumer.disconnect();
 }
 
-async function seek(kafka, topic, group, offset, n) {
-  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 200 });
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  let seen = 0;
-  await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out after ${seen} records`)), 60000);
-    consumer.run({
-      eachMessage: async ({ message }) => {
-        console.log(String(message.value));
-        seen += 1;
-        if (seen === n) {
-          clearTimeout(timer);
-          resolve();
-        }
-      },
-    }).then(() => consumer.seek({ topic, partition: 0, offset: String(offset) })).catch(reject);
-  });
-  await consumer.disconnect();
+function consume(kafka, topic, group, n) {
+  return readRecords(kafka, topic, group, n, ({ partition, message }) => {
+    const headers = Object.entries(message.headers || {}).map(([k, v]) => `${k}=${v}`).join(";");
+    return [partition, message.offset, message.key, message.value, headers, message.timestamp].join("\t");
+  }, () => {});
+}
+
+function seek(kafka, topic, group, offset, n) {
+  return readRecords(kafka, topic, group, n, ({ message }) => String(message.value),
+    (consumer) => consumer.seek({ topic, partition: 0, offset: String(offset) }));
 }
 
 async function main() {
