@@ -17,7 +17,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip 'setuptools>=77'  # 77: pyproject's SPDX license (for setup.py build_ext runs)
 
-SOURCES := pyproject.toml setup.py $(wildcard mockbroker/*/*.c mockbroker/*/*.h)
+SOURCES := pyproject.toml setup.py $(wildcard mockbroker/native/*/*.c mockbroker/native/*/*.h)
 SPEEDUPS_LINE = $(BIN)/python -c "from mockbroker.records.check import SPEEDUPS; print('C extension:', 'built' if SPEEDUPS else 'not built: pure Python')"
 
 # the runtime alone (what `pip install mockbroker` brings): enough for every command but `audit` ([spark])

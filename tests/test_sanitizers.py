@@ -27,8 +27,8 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTENSIONS = ("mockbroker/records/_speedups", "mockbroker/protocol/_fastproduce", "mockbroker/protocol/_fastfetch",
-              "mockbroker/handlers/_producelane", "mockbroker/server/_reading")
+EXTENSIONS = ("mockbroker/native/_speedups", "mockbroker/native/_fastproduce", "mockbroker/native/_fastfetch",
+              "mockbroker/native/_producelane", "mockbroker/native/_reading")
 C_TESTS = ("tests/broker/test_produce_lane.py", "tests/broker/test_api_versions_lane.py",
            "tests/broker/test_kept_answers.py", "tests/broker/test_lane_lz4.py", "tests/broker/test_framing.py",
            "tests/broker/test_frame_arena.py", "tests/broker/test_lane_objects.py", "tests/records",

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class FaultSet:
     """The cluster's rules, in the order added; safe to call from any thread."""
 
-    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    # what the C produce lane reads on every request are slots (native/lanes/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "rules")
 
     def __init__(self, clock: Any) -> None:

@@ -136,7 +136,7 @@ def use_fast_start(start: Callable[..., JournalEntry | None] | None) -> None:
 
 class Journal:
 
-    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    # what the C produce lane reads on every request are slots (native/lanes/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "_entries", "_numbers", "enabled")
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         # Entries are added only on the event loop's thread and read from any thread: appending to a

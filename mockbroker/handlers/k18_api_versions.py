@@ -16,7 +16,7 @@ built once and keeps its encoding (registry.api_version_keys), which takes an an
 ~30 us (v3) and ~115 to ~15 us (v0), in-process.  The feature lists keep theirs too: the supported
 ones never change, the finalized ones are kept per set of levels (UpdateFeatures makes a new one).
 A valid request read straight from a connection's staging buffer is answered there, in C, with
-:func:`usual_answer_body`'s bytes (handlers/api_versions_staging.h); this handler answers the rest.
+:func:`usual_answer_body`'s bytes (native/lanes/api_versions_staging.h); this handler answers the rest.
 The whole answer's encoding is kept as well (:func:`_encode`, the codec's encoder for this API),
 per version and per the values of its fields: a client connection's life ~27k instructions (~9 %)
 less broker work.
@@ -87,7 +87,7 @@ def _usual(cluster: Any, version: int) -> Any:
 
 def usual_answer_body(cluster: Any, version: int) -> bytes:
     """The encoded body of :func:`_usual`'s answer: what the staging lane writes when it answers a
-    valid request itself (handlers/api_versions_staging.h), the handler's bytes.  Kept per version and
+    valid request itself (native/lanes/api_versions_staging.h), the handler's bytes.  Kept per version and
     features epoch (every change of the levels moves the epoch); the entry holds the features object,
     so its id in the key is never another's."""
     features = cluster.features

@@ -2,7 +2,7 @@
 
 Every producer and consumer asks Metadata for its topics on each connection it opens, in the same
 bytes each time; through dispatch such a request is ~40 us of Python (decode, journal, handler,
-encode).  The staging lane (handlers/kept_answers.h) looks the request up in the cluster's
+encode).  The staging lane (native/lanes/kept_answers.h) looks the request up in the cluster's
 ``kept_answers`` by (api key, version, the connection's listener, the body's bytes) and writes the kept
 answer with the request's correlation id, filing the journal entry dispatch would, without a Python
 call; consumers ask FindCoordinator for their group the same way.  An entry is good while its API's

@@ -56,7 +56,7 @@ MAX_REFRESHES = 8  # settings computed per request at most (one per topic named,
 _lane: Any = None
 if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
-        from mockbroker.handlers import _producelane as _lane
+        from mockbroker.native import _producelane as _lane
     except ImportError:  # built without a C compiler: every Produce takes the handler
         _lane = None
     else:

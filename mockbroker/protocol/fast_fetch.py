@@ -40,7 +40,7 @@ lane: Callable[..., tuple[Any, ...] | None] | None = None
 
 if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
-        from mockbroker.protocol import _fastfetch
+        from mockbroker.native import _fastfetch
     except ImportError:  # built without a C compiler: the generated codec does everything
         pass
     else:

@@ -26,7 +26,7 @@ encode_response: Callable[[Any, int, bytearray], bool | None] | None = None
 
 if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
-        from mockbroker.protocol import _fastproduce
+        from mockbroker.native import _fastproduce
     except ImportError:  # built without a C compiler: the generated codec does everything
         pass
     else:

@@ -30,7 +30,7 @@ def _load_speedups(name: str) -> Callable[..., Any] | None:
     if os.environ.get("MOCKBROKER_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
-        from mockbroker.records import _speedups
+        from mockbroker.native import _speedups
     except ImportError:  # built without a C compiler: the Python pass does everything
         return None
     return getattr(_speedups, name, None)  # type: ignore[no-any-return]

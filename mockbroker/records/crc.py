@@ -1,5 +1,5 @@
 """CRC-32C for record batches: mockbroker's folding C function on CPUs with AVX-512 and VPCLMULQDQ
-(``records/crc32c_fold.h``), elsewhere the crc32c package's C function (hardware where the CPU has it).
+(``native/codecs/crc32c_fold.h``), elsewhere the crc32c package's C function (hardware where the CPU has it).
 
 The package's ``__init__`` imports :mod:`importlib.metadata` to read its own version, ~15 ms of CPU
 that a broker paid at its first Produce (the first produce waited for it, and every benchmark load
@@ -40,7 +40,7 @@ def _folding_crc32c() -> Callable[[Any], int] | None:
     if os.environ.get("MOCKBROKER_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
-        from mockbroker.records import _speedups
+        from mockbroker.native import _speedups
     except ImportError:  # built without a C compiler
         return None
     folds = getattr(_speedups, "crc32c_folds", None)

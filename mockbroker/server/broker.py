@@ -32,7 +32,7 @@ log = logging.getLogger("mockbroker.server")
 
 class BrokerServer:
 
-    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    # what the C produce lane reads on every request are slots (native/lanes/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "cluster", "node_id", "partitioned")
     def __init__(self, cluster: ClusterState, node_id: int, host: str, port: int,
                  security: Security | None = None) -> None:

@@ -22,7 +22,7 @@ closes connections idle longer than the limit.  A frame that starts but never co
 timer of its own: as in Kafka, only the idle limit ends it (the log line says how much of it came).
 
 The loop calls get_buffer and buffer_updated around every read of every connection, so they are in C
-(mockbroker/server/_reading.c, the ``Reader`` base class): the usual read -- nothing queued, the produce
+(mockbroker/native/lanes/_reading.c, the ``Reader`` base class): the usual read -- nothing queued, the produce
 lane's borrow() answers every frame in it -- then makes no Python call at all.  ``PyReader`` is their
 pure-Python twin (used without the extension or with MOCKBROKER_PURE_PYTHON set; ``PureConnection``
 is a connection over it, for the tests that hold the two equal).  Both keep the reading state in the
@@ -154,7 +154,7 @@ def _plain_socket_fd(transport: asyncio.BaseTransport) -> int:
 
 
 def _huge_pages_pay(balloons: str = "/sys/bus/virtio/drivers/virtio_balloon") -> bool:
-    """Whether large frames go in huge pages (mockbroker/server/frame_arena.h): MOCKBROKER_HUGE_PAGES=1
+    """Whether large frames go in huge pages (mockbroker/native/lanes/frame_arena.h): MOCKBROKER_HUGE_PAGES=1
     or 0 decides; otherwise yes, unless the kernel hands free memory back to a hypervisor in 2 MiB
     blocks (virtio-balloon free page reporting, as on Firecracker VMs).  There a huge page comes back
     unbacked and its first touch costs the host a fault per 4 KiB: 22 MB kept in huge pages took
@@ -180,7 +180,7 @@ def _huge_pages_pay(balloons: str = "/sys/bus/virtio/drivers/virtio_balloon") ->
 _Reader: type = PyReader
 if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
-        from mockbroker.server import _reading
+        from mockbroker.native import _reading
     except ImportError:  # not built (a source checkout without a compiler): the Python twin reads
         pass
     else:
@@ -220,7 +220,7 @@ class ConnectionMethods:
         self.on_task = on_task
         self.dispatch = dispatch
         # borrow(connection, end) -> offset: answers the leading whole Produce frames of staging[:end]
-        # (the C produce lane: handlers/produce_lane_staging.h) when nothing is queued or pending; the
+        # (the C produce lane: native/lanes/produce_lane_staging.h) when nothing is queued or pending; the
         # rest is split into frames and dispatched as usual.  ~offset: the lane refused the frame there.
         # borrow(connection, 0, frame) -> 1 answered, 0 left to dispatch, -1 refused: a large frame, whole.
         self.borrow: Callable[..., int] | None = None
@@ -250,7 +250,7 @@ class ConnectionMethods:
         self.principal = "User:ANONYMOUS"
         self.send_buffer_bytes = -1  # Kafka's socket.send.buffer.bytes (-1: the OS default), set by the broker
         # the plaintext TCP socket's descriptor while the connection is open, else -1: the produce lane sends
-        # its answers straight to it when the transport holds nothing unsent (handlers/direct_send.h)
+        # its answers straight to it when the transport holds nothing unsent (native/lanes/direct_send.h)
         self.socket_fd = -1
 
     # -- asyncio.Protocol -------------------------------------------------------------------

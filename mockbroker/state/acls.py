@@ -228,7 +228,7 @@ def _applies(acl: AclBinding, operation: int, principal: str, host: str) -> int 
 class Authorizer:
     """The cluster's ACLs and the decisions made from them (see the module docstring)."""
 
-    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    # what the C produce lane reads on every request are slots (native/lanes/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "_config", "_enabled", "_generation")
 
     def __init__(self, config: Any) -> None:

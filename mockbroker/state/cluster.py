@@ -143,7 +143,7 @@ def no_ticker() -> None:
 class ClusterState:
     """Everything the mock brokers share."""
 
-    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    # what the C produce lane reads on every request are slots (native/lanes/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "acls", "clock", "config", "drop_produce_responses", "faults", "journal",
                  "kept_answers", "memory_cap", "quotas", "topics")
 

@@ -278,7 +278,7 @@ def _check(name: str, value: Any) -> None:
 class BrokerConfig:
     """Broker-wide settings: Kafka's defaults overridden by what the user passed."""
 
-    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    # what the C produce lane reads on every request are slots (native/lanes/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "generation", "values")
 
     def __init__(self, overrides: Mapping[str, Any] | None = None, strict: bool = True) -> None:

@@ -29,7 +29,7 @@ share the frame when together they are most of it (the C produce lane stores all
 batches or none), and the frame lives as long as the last of them: deleting one partition's data
 (retention, DeleteRecords) while another's batches from the same requests stay frees less than it
 deleted, at most ``FRAME_SHARE`` times the bytes that stay.  Large frames sit in huge-page arenas
-(mockbroker/server/frame_arena.h) that go back to the kernel a 2 MiB page at a time.
+(mockbroker/native/lanes/frame_arena.h) that go back to the kernel a 2 MiB page at a time.
 
 Acknowledged data is never removed by the caps except through the topic's own retention.
 """
@@ -112,7 +112,7 @@ def detached(batch: memoryview) -> memoryview:
 class MemoryCap:
     """The cluster's caps: ``admit`` before an append, ``appended`` after it, ``tick`` every tick."""
 
-    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    # what the C produce lane reads on every request are slots (native/lanes/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "total")
 
     def __init__(self, cluster: ClusterState) -> None:

@@ -135,7 +135,7 @@ class PartitionProducers:
     def admits(self, pid: int, epoch: int, first_seq: int, record_count: int) -> int | None:
         """The last sequence of a non-transactional batch that would be appended as it is (not a retry
         of a stored batch, in sequence, no open transaction), else None.  The produce lane's question
-        (mockbroker/handlers/_producelane.c): on None it leaves the batch to the Produce handler, whose
+        (mockbroker/native/lanes/_producelane.c): on None it leaves the batch to the Produce handler, whose
         duplicate_of and check_append answer the retry or name the error."""
         last_seq = last_sequence(first_seq, record_count)
         if self.duplicate_of(pid, epoch, first_seq, last_seq) is not None:

@@ -127,7 +127,7 @@ class Rate:
 class ClientQuotas:
     """The cluster's client quotas and the sensors that measure clients against them."""
 
-    # what the C produce lane reads on every request are slots (handlers/member_sites.h); the rest stays in __dict__
+    # what the C produce lane reads on every request are slots (native/lanes/member_sites.h); the rest stays in __dict__
     __slots__ = ("__dict__", "__weakref__", "enabled")
 
     def __init__(self, config: Any, clock: Any) -> None:

@@ -1,4 +1,4 @@
-"""ApiVersions answered by the staging lane (borrow() in mockbroker/handlers/produce_lane_staging.h)
+"""ApiVersions answered by the staging lane (borrow() in mockbroker/native/lanes/produce_lane_staging.h)
 against the handler it stands in for: the same answer bytes, the same journal entries, the same client
 software remembered on the connection, and everything it must leave to the handler left there."""
 

@@ -1,4 +1,4 @@
-"""The produce lane's answers sent straight to the socket (mockbroker/handlers/direct_send.h).
+"""The produce lane's answers sent straight to the socket (mockbroker/native/lanes/direct_send.h).
 
 Over real sockets: answers go straight to a plaintext socket while the transport holds nothing; when
 the client stops reading and the socket fills, the rest goes through the transport, and every answer

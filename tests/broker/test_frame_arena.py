@@ -1,4 +1,4 @@
-"""The huge-page arenas large request frames are read into (mockbroker/server/frame_arena.h).
+"""The huge-page arenas large request frames are read into (mockbroker/native/lanes/frame_arena.h).
 
 Pure unit tests of _reading.frame_buffer in this process: frames are placed one after another, a
 2 MiB page nothing lives in any more goes back to the kernel once the arena has moved past it, and an
@@ -26,7 +26,7 @@ if connection_module._Reader is connection_module.PyReader:
 if not THP.exists() or "[never]" in THP.read_text():
     pytest.skip("transparent huge pages are off here: large frames are plain bytearrays", allow_module_level=True)
 
-from mockbroker.server import _reading  # noqa: E402
+from mockbroker.native import _reading  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@
 Pure unit test of the protocol object: bytes go in through get_buffer/buffer_updated exactly as the
 event loop feeds them; a recording dispatch collects the frames.  Small frames come out of the shared
 staging buffer, large ones out of their own buffers.  Every test runs on both readers: Connection (the
-C Reader of mockbroker/server/_reading.c where it is built) and PureConnection (its Python twin), and
+C Reader of mockbroker/native/lanes/_reading.c where it is built) and PureConnection (its Python twin), and
 scripted sessions -- reads of any size, a lane borrow() that takes, refuses or fails frames from the
 staging buffer and large frames whole, answers that wait, a queue that fills up, a bad frame size
 behind queued frames -- must go the same on both.
@@ -66,7 +66,7 @@ def _feed(conn: Connection, data: bytes, cuts: list[int]) -> None:
                     reason="MOCKBROKER_PURE_PYTHON is set: connections read through the Python twin")
 def test_the_c_reader_is_built() -> None:
     """The C reader is what brokers use where the extension is built (.ci/run requires it to be)."""
-    assert connection_module._Reader.__module__ == "mockbroker.server._reading"
+    assert connection_module._Reader.__module__ == "mockbroker.native._reading"
     assert Connection.get_buffer is connection_module._Reader.get_buffer
 
 
@@ -76,7 +76,7 @@ def test_large_frames_are_read_into_the_c_readers_buffers() -> None:
     """Not zero-filled (the frame overwrites all of it before it is handled: the tests above check
     every byte), exactly the frame's size: an arena frame in huge pages up to ARENA_FRAME_MAX where
     transparent huge pages are on (tests/broker/test_frame_arena.py), else a plain bytearray."""
-    from mockbroker.server import _reading
+    from mockbroker.native import _reading
 
     assert connection_module._new_frame is _reading.frame_buffer
     for size in (LARGE_FRAME + 1, 200_000, connection_module.MMAP_FRAME - 1, _reading.ARENA_FRAME_MAX + 1):

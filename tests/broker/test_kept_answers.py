@@ -1,4 +1,4 @@
-"""Metadata and FindCoordinator answered by the staging lane from kept answers (handlers/kept_answers.h
+"""Metadata and FindCoordinator answered by the staging lane from kept answers (native/lanes/kept_answers.h
 and kept_answers.py) against dispatch and the handlers they stand in for: the same answer bytes and
 journal entries at every version, after every kind of change to what the answers say, and everything
 the lane must leave to dispatch left there."""

@@ -1,4 +1,4 @@
-"""The produce lane's own lz4 decoding (mockbroker/records/lz4_frames.h: the system's liblz4) against the
+"""The produce lane's own lz4 decoding (mockbroker/native/codecs/lz4_frames.h: the system's liblz4) against the
 Python path (python-lz4 through mockbroker.records.compression).
 
 Each lz4 frame below goes in one Produce request to a cluster with the lane and to one without: the

@@ -116,7 +116,7 @@ def test_the_lane_keeps_each_idempotent_batchs_crc_for_the_reuse_check(monkeypat
 
 
 def test_the_lane_reads_what_a_class_changed_at_run_time_says(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The lane remembers where each attribute it reads lives (handlers/member_sites.h); a class
+    """The lane remembers where each attribute it reads lives (native/lanes/member_sites.h); a class
     changed at run time (here Journal.enabled, a slot, replaced by a property and put back) is read
     anew, not from the slot it remembered."""
     from mockbroker.faults.journal import Journal

@@ -1,4 +1,4 @@
-"""The produce lane (mockbroker/handlers/_producelane.c) against the Python path it stands in for.
+"""The produce lane (mockbroker/native/lanes/_producelane.c) against the Python path it stands in for.
 
 Two clusters get the same generated Produce frames over real sockets, one with the lane and one
 without: every answer must be byte for byte the same, and so must what each cluster stored (batches,

@@ -44,7 +44,7 @@ NOT_FOR_METADATA = ("cramjam", "lz4.frame", "zstandard", "hashlib", "hmac", "uui
                     "mockbroker.faults.rules", "random", "dataclasses", "json", "shutil", "encodings.idna")
 NOT_FOR_PRODUCE = ("crc32c", "importlib.metadata", "cramjam", "lz4.frame", "zstandard", "hashlib", "uuid")
 #: the module of the CRC-32C function a broker here loads for its first Produce (see records/crc.py)
-CRC_MODULE = "mockbroker.records._speedups" if _folding_crc32c() is not None else "crc32c._crc32c"
+CRC_MODULE = "mockbroker.native._speedups" if _folding_crc32c() is not None else "crc32c._crc32c"
 
 
 def _metadata_v1_all_topics() -> bytes:

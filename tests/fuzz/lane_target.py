@@ -1,4 +1,4 @@
-"""The ``lane`` fuzz target: the C produce lane (mockbroker/handlers/_producelane.c) against the Python
+"""The ``lane`` fuzz target: the C produce lane (mockbroker/native/lanes/_producelane.c) against the Python
 Produce handler, on Produce requests whose batches have their lengths and CRCs made right, so that
 mutations get past the envelope to what sits behind it: the record checks, the lz4 decoding through
 the system's liblz4, the producer-state checks and the appends.

@@ -194,7 +194,7 @@ def test_the_batches_of_one_request_share_its_frame_when_together_they_are_most_
 
     if connection._Reader is connection.PyReader:
         pytest.skip("the C reader and lane are not in use (MOCKBROKER_PURE_PYTHON set, or not built)")
-    from mockbroker.server import _reading
+    from mockbroker.native import _reading
 
     before = _reading.use_arenas(1 if huge_pages else 0)
     try:

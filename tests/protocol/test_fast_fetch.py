@@ -1,4 +1,4 @@
-"""The C FetchResponse encoder (mockbroker/protocol/_fastfetch.c) against the generated writer: for
+"""The C FetchResponse encoder (mockbroker/native/lanes/_fastfetch.c) against the generated writer: for
 random answers of every version it takes (4-18) the same bytes and the same holes, and where it
 declines (tags, leader hints, odd values, cached lists) it leaves ``out`` and ``holes`` untouched."""
 

@@ -1,4 +1,4 @@
-"""The C FetchRequest reader (mockbroker/protocol/fetch_request_reader.h) against the generated reader:
+"""The C FetchRequest reader (mockbroker/native/codecs/fetch_request_reader.h) against the generated reader:
 for random requests of every version it takes (4-18) the same objects, field by field and type by
 type, ending at the same place; it declines (None) every request with tagged fields; and on damaged
 bytes it gives either None or exactly what the generated reader gives (never a request that reader

@@ -1,4 +1,4 @@
-"""The C Produce codec (protocol/_fastproduce.c) against the generated codec it stands in for.
+"""The C Produce codec (native/codecs/_fastproduce.c) against the generated codec it stands in for.
 
 Where C answers, it must answer exactly as the generated code: the same objects decoded from the
 same bytes (and the same end position), the same bytes encoded from the same answer.  Where it
@@ -22,7 +22,7 @@ from .strategies import message
 
 pytestmark = pytest.mark.skipif(
     fast_produce.decode_request is None,
-    reason="the C extension mockbroker.protocol._fastproduce is not built here (or MOCKBROKER_PURE_PYTHON is set)",
+    reason="the C extension mockbroker.native._fastproduce is not built here (or MOCKBROKER_PURE_PYTHON is set)",
 )
 VERSIONS = range(0, 14)
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)

@@ -22,7 +22,7 @@ from mockbroker.codec_errors import CodecError
 from mockbroker.records.batch import BatchHeader, crc32c_function
 from tests.records.helpers import python_envelope
 
-speedups = pytest.importorskip("mockbroker.records._speedups",
+speedups = pytest.importorskip("mockbroker.native._speedups",
                                reason="C extension not built here (no C compiler or Python headers at install)")
 
 NOW = 1_760_000_000_000

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mockbroker.records.crc import load_crc32c
 
-speedups = pytest.importorskip("mockbroker.records._speedups",
+speedups = pytest.importorskip("mockbroker.native._speedups",
                                reason="C extension not built here (no C compiler or Python headers at install)")
 
 

@@ -15,7 +15,7 @@ from mockbroker.codec_errors import CodecError
 from mockbroker.records import check as check_module
 from mockbroker.records.batch import HEADER_SIZE
 
-speedups = pytest.importorskip("mockbroker.records._speedups",
+speedups = pytest.importorskip("mockbroker.native._speedups",
                                reason="C extension not built here (no C compiler or Python headers at install)")
 
 NOW = 1_760_000_000_000

@@ -14,7 +14,7 @@
    setup_frames(frame_buffer, large_frame)
        Once: connection._new_frame (the C reader's frame_buffer) and LARGE_FRAME.  A frame above
        large_frame bytes that lies in the staging buffer is copied whole into a buffer of its own (in
-       huge pages where it can: mockbroker/server/frame_arena.h) once its batches are sure to be
+       huge pages where it can: mockbroker/native/lanes/frame_arena.h) once its batches are sure to be
        appended, and stored from there as the connection stores a large frame it read into its own.
 
    produce(frame, version, topics, broker_id, now_ms, broker_generation, crc32c, decompress, cap_room,
@@ -33,7 +33,7 @@
 
    Reading the request and writing the answer live in produce_lane_wire.h, storing and appending a
    checked batch in produce_lane_append.h, the batch checks in
-   mockbroker/records/batch_checks.h.  tests/broker/test_produce_lane.py holds the lane equal to the
+   mockbroker/native/codecs/batch_checks.h.  tests/broker/test_produce_lane.py holds the lane equal to the
    Python path: the same answer bytes, stored batches, log state, memory count and journal entries, on
    generated requests good, bad and damaged.
 */
@@ -461,7 +461,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "mockbroker.handlers._producelane",
+    PyModuleDef_HEAD_INIT, "mockbroker.native._producelane",
     "Optional C lane for the usual Produce request (see handlers/produce_lane.py).", -1, methods,
 };
 

@@ -1,5 +1,5 @@
 /* Writing Kafka's wire primitives into a growing buffer, shared by the C response encoders that include
-   this file (mockbroker/protocol/_fastproduce.c, mockbroker/protocol/_fastfetch.c).  A value that is
+   this file (mockbroker/native/codecs/_fastproduce.c, mockbroker/native/lanes/_fastfetch.c).  A value that is
    not what the generated writer would accept (not an int, out of range, not a str) answers 0: the
    caller then leaves the whole answer to the generated codec, which names the problem.  ``flexible``
    selects compact lengths (Kafka's flexible versions).

@@ -295,7 +295,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "mockbroker.protocol._fastproduce",
+    PyModuleDef_HEAD_INIT, "mockbroker.native._fastproduce",
     "Optional C codec for ProduceRequest / ProduceResponse (see protocol/fast_produce.py).", -1, methods,
 };
 

@@ -18,7 +18,7 @@
    Reads follow PartitionLog.read: whole batches from the one holding the fetch offset, within the
    partition's max_bytes and what is left of ``budget`` (the request's max_bytes capped by the
    broker's fetch.max.bytes), the first batch of the answer even when larger.  Attribute reads go
-   through member sites (../handlers/member_sites.h): slots read in place. */
+   through member sites (member_sites.h): slots read in place. */
 #ifndef MOCKBROKER_FETCH_FROM_LOGS_H
 #define MOCKBROKER_FETCH_FROM_LOGS_H
 

@@ -1,5 +1,5 @@
 /* Where the slots of a generated codec class live, for the C codecs that read and build the generated
-   objects in place (mockbroker/protocol/_fastproduce.c, mockbroker/protocol/_fastfetch.c).  Define
+   objects in place (mockbroker/native/codecs/_fastproduce.c, mockbroker/native/lanes/_fastfetch.c).  Define
    MAX_SLOTS before including it.  layout_of() accepts a class only when every named slot is a plain
    object slot and the class has no others (so a change to the generated code is refused at setup,
    not misread later).

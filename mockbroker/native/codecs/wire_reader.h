@@ -1,5 +1,5 @@
 /* Reading Kafka's wire primitives from a request frame, shared by the Produce extensions that include
-   this file (mockbroker/protocol/_fastproduce.c, mockbroker/handlers/_producelane.c).  Every read is
+   this file (mockbroker/native/codecs/_fastproduce.c, mockbroker/native/lanes/_producelane.c).  Every read is
    bounds-checked and answers 0 on a problem (the caller then leaves the frame to the generated codec,
    which names it); ``flexible`` selects compact lengths and tagged fields (Kafka's flexible versions).
 */

@@ -165,7 +165,7 @@ static PyMethodDef wait_methods[] = {
 
 static PyTypeObject FetchWaitType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "mockbroker.protocol._fastfetch.FetchWait",
+    .tp_name = "mockbroker.native._fastfetch.FetchWait",
     .tp_basicsize = sizeof(FetchWait),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "A long-polling Fetch answered from the logs (fetch_wait.h).",

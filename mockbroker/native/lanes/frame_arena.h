@@ -160,7 +160,7 @@ static PyBufferProcs arena_frame_as_buffer = {(getbufferproc)arena_frame_getbuff
 static PySequenceMethods arena_frame_as_sequence = {.sq_length = (lenfunc)arena_frame_length};
 
 static PyTypeObject ArenaFrameType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mockbroker.server._reading.ArenaFrame",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mockbroker.native._reading.ArenaFrame",
     .tp_doc = "One large request frame's bytes in a huge-page arena (a writable buffer; len() is its size).",
     .tp_basicsize = sizeof(ArenaFrame),
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -164,7 +164,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "mockbroker.records._speedups",
+    PyModuleDef_HEAD_INIT, "mockbroker.native._speedups",
     "Optional C speedups for record checks (see records/check.py).", -1, methods,
 };
 

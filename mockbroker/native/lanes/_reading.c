@@ -320,7 +320,7 @@ static PyMethodDef reader_methods[] = {
 };
 
 static PyTypeObject ReaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mockbroker.server._reading.Reader",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mockbroker.native._reading.Reader",
     .tp_doc = "The reading half of a server connection (see mockbroker/server/connection.py).",
     .tp_basicsize = sizeof(Reader),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
@@ -392,7 +392,7 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "mockbroker.server._reading",
+    PyModuleDef_HEAD_INIT, "mockbroker.native._reading",
     "Optional C reading half of server connections (see mockbroker/server/connection.py).", -1, module_methods,
 };
 

@@ -1,5 +1,5 @@
 /* The checks of a v2 record batch that the produce path makes in C, shared by the extensions that
-   include this file (mockbroker/records/_speedups.c, mockbroker/handlers/_producelane.c).
+   include this file (mockbroker/native/codecs/_speedups.c, mockbroker/native/lanes/_producelane.c).
 
    check(): the records of a batch, yes or no, as mockbroker.records.check.check_records finds them.
    envelope(): everything mockbroker.batches checks of a Produce v3+ batch before its records (size

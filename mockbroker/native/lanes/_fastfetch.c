@@ -259,7 +259,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "mockbroker.protocol._fastfetch",
+    PyModuleDef_HEAD_INIT, "mockbroker.native._fastfetch",
     "Optional C codec for FetchResponse and FetchRequest (see protocol/fast_fetch.py).", -1, methods,
 };
 
