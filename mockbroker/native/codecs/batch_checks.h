@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "crc32c_fold.h" /* its fold is built only where it can run: see CRC32C_FOLD_BUILT */
+
 #define MIN_RECORD_SIZE 7
 #define NO_TIMESTAMP (-1)
 #define HEADER_SIZE 61
@@ -140,7 +142,6 @@ static int check(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, Py_ss
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CRC32C_IN_HARDWARE 1
 #include <nmmintrin.h>
-#include "crc32c_fold.h"
 
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hardware(const unsigned char *p, size_t n) {
     uint64_t crc = 0xFFFFFFFFu;

@@ -11,8 +11,15 @@
        fields (a cluster id, a replica state or directory, a high watermark, unknown tags): the
        generated reader then decodes it or names the problem.  This never decides an error.
 
-   tests/protocol/test_fast_fetch.py holds it equal to the generated reader.
+   tests/protocol/test_fast_fetch.py holds it equal to the generated reader.  The includer defines
+   MAX_SLOTS (struct_slots.h) first.
 */
+#ifndef MOCKBROKER_FETCH_REQUEST_READER_H
+#define MOCKBROKER_FETCH_REQUEST_READER_H
+
+#include <Python.h>
+
+#include "struct_slots.h"
 #include "wire_reader.h"
 
 enum { Q_REQ, Q_STATE, Q_TOPIC, Q_PART, Q_FORGOTTEN, Q_LAYOUTS };
@@ -196,3 +203,5 @@ static PyObject *decode_request(PyObject *self, PyObject *args) {
     if (request == NULL || request == Py_None) return request;
     return Py_BuildValue("(Nn)", request, end);
 }
+
+#endif

@@ -1,5 +1,6 @@
-/* ApiVersions answered from a connection's staging buffer by borrow() (produce_lane_staging.h, which
-   includes this after the pieces it shares: Scene, the clock, the journal entry, write_answer).
+/* ApiVersions answered from a connection's staging buffer by borrow() (produce_lane_staging.h includes
+   this; what it shares with borrow() -- Scene, the clock, write_answer -- is produce_lane_scene.h's,
+   the journal entry lane_journal.h's).
 
    The first request of nearly every connection.  A well-formed request -- v0-4, no tagged fields,
    nothing after its body, a UTF-8 client id and (v3+) a client software name and version Kafka's
@@ -8,6 +9,17 @@
    files it, with the connection's client software before this request) and, v3+, the connection's
    client_software set as the handler sets it.  Anything else is left to dispatch and the handler
    (tests/broker/test_api_versions_lane.py holds the two ways equal). */
+#ifndef MOCKBROKER_API_VERSIONS_STAGING_H
+#define MOCKBROKER_API_VERSIONS_STAGING_H
+
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "member_sites.h"
+#include "produce_lane_slots.h"
+#include "produce_lane_scene.h"
+#include "lane_journal.h"
 
 static PyObject *api_versions_fn = NULL, *nothing_about = NULL, *api_versions_name = NULL;
 static long long api_versions_count = 0;
@@ -124,3 +136,5 @@ static PyObject *setup_api_versions(PyObject *self, PyObject *args) {
 }
 
 static PyObject *api_versions_taken(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(api_versions_count); }
+
+#endif

@@ -1,4 +1,4 @@
-/* The produce lane's answers sent straight to the client's socket (included by _producelane.c).
+/* The produce lane's answers sent straight to the client's socket (included by produce_lane_scene.h).
 
    transport.write() of uvloop's TCP transport costs about a third of the broker's CPU per small Produce
    request beyond the write system call itself (perf, the 1,000/s latency load: 32 % in write, 22 % of
@@ -13,10 +13,18 @@
    plaintext TCP transport (never TLS, where the socket carries records the transport encrypts), and it
    goes back to -1 when the connection closes (the descriptor may be reused after that).
 */
+#ifndef MOCKBROKER_DIRECT_SEND_H
+#define MOCKBROKER_DIRECT_SEND_H
+
+#include <Python.h>
 #include <errno.h>
 #include <sys/socket.h>
 
+#include "member_sites.h"
+#include "produce_lane_slots.h"
+
 static PyObject *s_socket_fd, *s_write_buffer_size, *s_is_closing;
+static PyObject *s_write; /* "write", interned by setup_staging (produce_lane_staging.h) */
 /* answers the socket took whole, answers it took a part of, answers that went to the transport whole */
 static long long sent_whole = 0, sent_part = 0, sent_through = 0;
 
@@ -87,3 +95,5 @@ static int send_answer(PyObject *conn, PyObject *transport, PyObject *out) {
 static PyObject *direct_send_counts(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(LLL)", sent_whole, sent_part, sent_through);
 }
+
+#endif

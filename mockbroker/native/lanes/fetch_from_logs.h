@@ -22,7 +22,11 @@
 #ifndef MOCKBROKER_FETCH_FROM_LOGS_H
 #define MOCKBROKER_FETCH_FROM_LOGS_H
 
+#include <Python.h>
+
 #include "member_sites.h"
+#include "wire_writer.h"
+#include "fetch_response_writer.h"
 
 enum { FW_NAME, FW_TOPIC_ID, FW_PARTITION, FW_OFFSET, FW_MAX_BYTES, FW_EPOCH, FW_LOG, FW_ERROR,
        FL_LEADER, FL_EPOCH, FL_NEXT, FL_START, FL_BATCHES, FL_BASES, FL_PRODUCERS,

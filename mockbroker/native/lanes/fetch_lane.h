@@ -1,4 +1,5 @@
-/* The usual Fetch from frame to answer (included by _fastfetch.c after fetch_from_logs.h).
+/* The usual Fetch from frame to answer (included by _fastfetch.c; includes the request reader, fetch_from_logs.h and
+   fetch_wanted.h).
 
    fetch_lane(frame, version, correlation_id, topics, topics_by_id, broker_id, fetch_max_bytes, about_kind)
        -> (request, client_id, about, wanted, answer, bytes), or None
@@ -15,6 +16,12 @@
        (mockbroker/handlers/k01_fetch.serve). */
 #ifndef MOCKBROKER_FETCH_LANE_H
 #define MOCKBROKER_FETCH_LANE_H
+
+#include <Python.h>
+
+#include "fetch_request_reader.h"
+#include "fetch_from_logs.h"
+#include "fetch_wanted.h"
 
 enum { QR_MAX_WAIT = 3, QR_MIN_BYTES = 4, QR_MAX_BYTES = 5, QR_ISOLATION = 6, QR_SESSION_ID = 7, QR_SESSION_EPOCH = 8, QR_TOPICS = 9, QR_FORGOTTEN = 10 };
 enum { QT_TOPIC = 0, QT_ID = 1, QT_PARTS = 2 };

@@ -1,4 +1,4 @@
-/* A long-polling Fetch answered from the logs (included by _fastfetch.c after fetch_from_logs.h): the C
+/* A long-polling Fetch answered from the logs (included by _fastfetch.c; includes fetch_from_logs.h): the C
    twin of mockbroker/handlers/k01_fetch._LongPoll for a fetch answer_from_logs takes.
 
    park(ctx, req, wanted, answer, loop, connection, version, correlation_id, broker_id, budget, isolation,
@@ -7,7 +7,7 @@
        listeners (an append calls it, and it asks the loop for one check however many appends come
        first), a timer at ``wait_s`` (loop.call_later), and ``answer``'s done callbacks (answered or
        cancelled: off the listeners, the timer cancelled).  A check reads the partitions with
-       from_logs and settles ``answer`` (a mockbroker.server.pending.Pending) with Encoded(frame) once
+       from_logs and settles ``answer`` (a mockbroker.handlers.pending.Pending) with Encoded(frame) once
        ``min_bytes`` are there or the connection has closed; the timer settles it with what is there.
        Where from_logs declines (a partition's leader or epoch moved meanwhile, a transaction opened)
        the handler's Python answers: ``fallback(ctx, req, wanted, answer, expired)`` (setup_wait).
@@ -15,6 +15,11 @@
    parameters then. */
 #ifndef MOCKBROKER_FETCH_WAIT_H
 #define MOCKBROKER_FETCH_WAIT_H
+
+#include <Python.h>
+
+#include "member_sites.h"
+#include "fetch_from_logs.h"
 
 typedef struct {
     PyObject_HEAD

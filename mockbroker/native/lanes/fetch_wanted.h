@@ -1,11 +1,16 @@
-/* The partitions a Fetch names, made into the handler's Wanted in C (included by _fastfetch.c after
-   fetch_from_logs.h, whose member sites it reads through).
+/* The partitions a Fetch names, made into the handler's Wanted in C (included by _fastfetch.c; it
+   includes fetch_from_logs.h, whose member sites it reads through).
 
    setup_wanted(Wanted)
        Called once by mockbroker.protocol.fast_fetch.wanted_reader: where Wanted keeps its fields.
    wanted_from_request(topics, known, broker_id, use_ids) -> [Wanted], or None: see make_wanted. */
 #ifndef MOCKBROKER_FETCH_WANTED_H
 #define MOCKBROKER_FETCH_WANTED_H
+
+#include <Python.h>
+
+#include "struct_slots.h"
+#include "fetch_from_logs.h"
 
 static Layout wanted_layout;
 static const char *const WANTED_SLOTS[] = {"name", "topic_id", "partition", "fetch_offset", "max_bytes",

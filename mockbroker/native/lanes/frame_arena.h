@@ -16,6 +16,10 @@
    off (/sys/kernel/mm/transparent_hugepage/enabled says never), not on Linux, or turned off
    (use_arenas(0): connection.py decides, see _huge_pages_pay), get the plain buffer (frame_buffer's
    bytearray). */
+#ifndef MOCKBROKER_FRAME_ARENA_H
+#define MOCKBROKER_FRAME_ARENA_H
+
+#include <Python.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -189,3 +193,5 @@ static PyObject *arena_frame(Py_ssize_t size) {
     }
     return (PyObject *)self;
 }
+
+#endif

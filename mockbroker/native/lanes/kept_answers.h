@@ -1,5 +1,6 @@
-/* Kept answers written from a connection's staging buffer by borrow() (produce_lane_staging.h, which
-   includes this after the pieces it shares: Scene, the clock, file_answered, write_answer).
+/* Kept answers written from a connection's staging buffer by borrow() (produce_lane_staging.h includes
+   this; what it shares with borrow() -- Scene, the clock, write_answer -- is produce_lane_scene.h's,
+   file_answered lane_journal.h's).
 
    Requests some clients send again and again with the same bytes (every producer and consumer asks
    Metadata for its topics on each connection it opens) are answered from the answer kept for an equal
@@ -15,6 +16,17 @@
 
    The header is checked as dispatch reads it: a client id of UTF-8 (else dispatch closes the
    connection), and for flexible versions no header tagged fields (else dispatch decodes them). */
+#ifndef MOCKBROKER_KEPT_ANSWERS_H
+#define MOCKBROKER_KEPT_ANSWERS_H
+
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "member_sites.h"
+#include "produce_lane_slots.h"
+#include "produce_lane_scene.h"
+#include "lane_journal.h"
 
 #define KEPT_KEYS 128
 static PyObject *kept_fn = NULL, *kept_names[KEPT_KEYS], *kept_epochs[KEPT_KEYS];
@@ -143,3 +155,5 @@ static PyObject *setup_kept_answers(PyObject *self, PyObject *args) {
 
 /* (requests answered from kept answers, entries kept_answers.answer() made for them) */
 static PyObject *kept_taken(PyObject *self, PyObject *unused) { return Py_BuildValue("(LL)", kept_count, kept_made); }
+
+#endif

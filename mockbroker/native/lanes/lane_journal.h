@@ -1,7 +1,17 @@
-/* The journal entries of the requests borrow() answers (produce_lane_staging.h includes this after
-   Scene): filed as Journal.start files an answered one -- JournalEntry's slots filled in place, the
-   journal's next number, appended to its ring -- into journals of exactly the Journal class
-   (setup_journal names both classes once). */
+/* The journal entries of the requests borrow() answers (included by produce_lane_staging.h,
+   api_versions_staging.h and kept_answers.h; Scene is produce_lane_scene.h's): filed as Journal.start
+   files an answered one -- JournalEntry's slots filled in place, the journal's next number, appended to
+   its ring -- into journals of exactly the Journal class (setup_journal names both classes once). */
+#ifndef MOCKBROKER_LANE_JOURNAL_H
+#define MOCKBROKER_LANE_JOURNAL_H
+
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "member_sites.h"
+#include "produce_lane_slots.h"
+#include "produce_lane_scene.h"
 
 #define ENTRY_SLOTS 16
 static const char *const ENTRY_NAMES[ENTRY_SLOTS] = {
@@ -125,3 +135,5 @@ static PyObject *journal_start(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_XDECREF(ring);
     return entry;
 }
+
+#endif

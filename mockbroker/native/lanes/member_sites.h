@@ -1,5 +1,5 @@
 /* Attribute reads the produce lane makes on every request, remembered per call site (included by
-   _producelane.c).
+   the lanes' headers, produce and fetch).
 
    PyObject_GetAttr on an instance of a Python class costs ~215 instructions (callgrind, a one-record
    Produce: ~37 reads, 28 % of the request).  Where the attribute is a slot or a C member (a member

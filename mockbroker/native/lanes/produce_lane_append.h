@@ -1,11 +1,18 @@
-/* The produce lane's appending side (included by _producelane.c after its slot helpers): a checked
+/* The produce lane's appending side (included by produce_lane_frame.h): a checked
    batch becomes a stored batch (a slice of the request's frame, or a copy, or a frame of its own for a
    borrowed read buffer) and is appended at its partition log's end as PartitionLog.append would,
    keeping the log's counters and the memory cap's count.  Every name it uses from the module
-   (stored_type, the log slots, frame_slack/frame_share) is set by _producelane's setup().
+   (stored_type, the log slots, frame_slack/frame_share: produce_lane_slots.h) is set by _producelane's
+   setup().
 */
 #ifndef MOCKBROKER_PRODUCE_LANE_APPEND_H
 #define MOCKBROKER_PRODUCE_LANE_APPEND_H
+
+#include <Python.h>
+#include <stdint.h>
+
+#include "produce_lane_slots.h"
+#include "produce_lane_wire.h"
 
 static int get_int64(PyObject *log, int field, int64_t *out) {
     PyObject *value = log_get(log, field);
@@ -14,15 +21,6 @@ static int get_int64(PyObject *log, int field, int64_t *out) {
     Py_DECREF(value);
     if (!ok && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%U is not a 64-bit int", log_name[field]);
     return ok;
-}
-
-/* A stored batch, its buffers tuple and its bytes hold only bytes, ints and each other, never a cycle
-   (nor does a lane journal entry: produce_lane_staging.h): the cycle collector need not walk them, and
-   young collections stay short however many batches the log holds.  (Only objects whose dealloc
-   untracks through PyObject_GC_UnTrack, which checks first: tuples and classes defined in Python.  A
-   memoryview's dealloc unlinks itself unchecked, so a view of a frame stays tracked.) */
-static void untrack(PyObject *obj) {
-    if (PyObject_GC_IsTracked(obj)) PyObject_GC_UnTrack(obj);
 }
 
 /* The records a stored batch keeps (the batch after its 16-byte offset and length prefix): a slice of

@@ -1,13 +1,13 @@
 /* Produce frames answered from the connection's staging buffer, without a Python call per request.
 
-   Included by _producelane.c after produce_frame().  Connection.buffer_updated (server/connection.py)
+   Included by _producelane.c; produce_frame() is produce_lane_frame.h's.  Connection.buffer_updated (server/connection.py)
    hands the bytes of one read to borrow() when the connection has nothing queued or pending; borrow()
    answers the leading whole Produce frames the lane takes (and ApiVersions, api_versions_staging.h, and
    requests with kept answers, kept_answers.h), in order, and tells where it stopped: at a frame that
    is not whole, not one of those, or that the lane refuses (then nothing changed for it and the
    connection copies it out and dispatches it as usual, without offering it to the lane again).  What
    produce_lane.serve does in Python around the lane for one request is done here for each: the same
-   pre-checks (no network partition, fault rules, quotas, ACLs, SASL or drop hook), the memory cap's
+   broker and connection state (produce_lane.usual_for's declaration, read by lane_usual.h), the memory cap's
    room, the journal entry (Journal.start), the answer written (Connection.write; straight to the socket
    where nothing waits in the transport: direct_send.h).
 
@@ -40,27 +40,34 @@
    enable_staging(flag) / staging_taken() -> int
        Tests turn borrowing off (as they turn dispatch's lane off) and count the requests it answered.
 */
+#ifndef MOCKBROKER_PRODUCE_LANE_STAGING_H
+#define MOCKBROKER_PRODUCE_LANE_STAGING_H
+
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
 #include <time.h>
+
+#include "member_sites.h"
+#include "produce_lane_slots.h"
+#include "produce_lane_frame.h"
+#include "produce_lane_scene.h"
+#include "direct_send.h"
+#include "lane_journal.h"
+#include "api_versions_staging.h"
+#include "kept_answers.h"
+#include "lane_usual.h"
 
 static PyObject *lane_settings_fn = NULL, *produce_about = NULL, *total_cap_key = NULL, *system_clock_type = NULL,
                 *crc32c_getter = NULL, *decompress_getter = NULL, *crc32c_fn = NULL, *decompress_fn = NULL,
-                *produce_name = NULL, *answered_name = NULL, *no_faults = NULL;
-static PyObject *s_cluster, *s_partitioned, *s_faults, *s_rules, *s_quotas, *s_enabled, *s_drop, *s_acls,
-    *s_enabled_cache, *s_config_private, *s_broker_generation, *s_sasl, *s_staging, *s_max_request_bytes,
-    *s_memory_cap, *s_total, *s_values, *s_journal, *s_clock, *s_now_ms, *s_topics, *s_node_id, *s_peer,
-    *s_client_software, *s_transport, *s_closed, *s_write, *s_last_active;
+                *produce_name = NULL;
+static PyObject *s_cluster, *s_enabled, *s_broker_generation, *s_staging, *s_max_request_bytes, *s_memory_cap,
+    *s_total, *s_values, *s_journal, *s_clock, *s_topics, *s_node_id;
 static int staging_on = 1;
 
 static long long staging_count = 0;
 
-#include "direct_send.h"
-
 static int max_refreshes = 0; /* produce_lane.MAX_REFRESHES, from setup_staging */
-static double monotonic_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* time.monotonic() and time.perf_counter() on Linux */
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static PyObject *setup_staging(PyObject *self, PyObject *args) {
     PyObject *settings, *about, *cap_key, *clock_type, *crc_get, *decompress_get;
@@ -68,11 +75,8 @@ static PyObject *setup_staging(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOUOOOi:setup_staging", &settings, &about, &cap_key, &clock_type, &crc_get,
                           &decompress_get, &refreshes))
         return NULL;
-    if (intern(&s_cluster, "cluster") || intern(&s_partitioned, "partitioned") || intern(&s_faults, "faults") ||
-        intern(&s_rules, "rules") || intern(&s_quotas, "quotas") || intern(&s_enabled, "enabled") ||
-        intern(&s_drop, "drop_produce_responses") || intern(&s_acls, "acls") ||
-        intern(&s_enabled_cache, "_enabled") || intern(&s_config_private, "_config") ||
-        intern(&s_broker_generation, "generation") || intern(&s_sasl, "sasl") || intern(&s_staging, "_staging") ||
+    if (intern(&s_cluster, "cluster") || intern(&s_enabled, "enabled") ||
+        intern(&s_broker_generation, "generation") || intern(&s_staging, "_staging") ||
         intern(&s_max_request_bytes, "max_request_bytes") || intern(&s_memory_cap, "memory_cap") ||
         intern(&s_total, "total") || intern(&s_values, "values") || intern(&s_journal, "journal") ||
         intern(&s_clock, "clock") || intern(&s_now_ms, "now_ms") || intern(&s_topics, "topics") ||
@@ -101,101 +105,13 @@ static PyObject *enable_staging(PyObject *self, PyObject *flag) {
 
 static PyObject *staging_taken(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(staging_count); }
 
-/* Authorizer.enabled without calling the property while its cached answer is current */
-static int acls_enabled(PyObject *cluster) {
-    static MemberSite acls_site, mine_site, config_site, theirs_site, cached_site, enabled_site;
-    PyObject *acls = site_get(&acls_site, cluster, s_acls);
-    if (acls == NULL) return -1;
-    int enabled = -1;
-    PyObject *mine = site_get(&mine_site, acls, s_generation), *config = site_get(&config_site, acls, s_config_private);
-    PyObject *theirs = config ? site_get(&theirs_site, config, s_broker_generation) : NULL;
-    if (mine != NULL && theirs != NULL) {
-        int same = PyObject_RichCompareBool(mine, theirs, Py_EQ);
-        enabled = same < 0 ? -1
-                  : same  ? site_true(&cached_site, acls, s_enabled_cache)
-                          : site_true(&enabled_site, acls, s_enabled);
-    }
-    Py_XDECREF(mine);
-    Py_XDECREF(config);
-    Py_XDECREF(theirs);
-    Py_DECREF(acls);
-    return enabled;
-}
-
-/* What every request of one borrow() call shares: read when its first Produce frame comes.  ``held``:
-   the answers of a read's frames, written together when borrow() returns (one send for the read, as a
-   client that pipelines its requests gets them), NULL where each answer is written at once. */
-typedef struct {
-    PyObject *cluster, *topics, *broker_generation, *cap, *journal, *clock, *held, *transport;
-    long node_id;
-    long long cap_limit;
-    int journal_on, system_clock;
-} Scene;
-
-static void scene_free(Scene *sc) {
-    Py_CLEAR(sc->cluster);
-    Py_CLEAR(sc->topics);
-    Py_CLEAR(sc->broker_generation);
-    Py_CLEAR(sc->cap);
-    Py_CLEAR(sc->journal);
-    Py_CLEAR(sc->clock);
-    Py_CLEAR(sc->held);
-    Py_CLEAR(sc->transport);
-}
-
-/* Write the held answers (in one buffer) and forget them, unless the connection closed since they
-   were made. */
-static int write_held(Scene *sc, PyObject *conn) {
-    Py_ssize_t n = sc->held == NULL ? 0 : PyList_GET_SIZE(sc->held);
-    if (n == 0) return 0;
-    static MemberSite closed_site;
-    int closed = site_true(&closed_site, conn, s_closed);
-    if (closed) return closed < 0 ? -1 : 0;
-    PyObject *out = NULL;
-    if (n == 1) {
-        out = Py_NewRef(PyList_GET_ITEM(sc->held, 0));
-    } else {
-        Py_ssize_t total = 0;
-        for (Py_ssize_t i = 0; i < n; i++) total += PyByteArray_GET_SIZE(PyList_GET_ITEM(sc->held, i));
-        out = PyBytes_FromStringAndSize(NULL, total);
-        if (out == NULL) return -1;
-        char *at = PyBytes_AS_STRING(out);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *answer = PyList_GET_ITEM(sc->held, i);
-            memcpy(at, PyByteArray_AS_STRING(answer), (size_t)PyByteArray_GET_SIZE(answer));
-            at += PyByteArray_GET_SIZE(answer);
-        }
-    }
-    int failed = PyList_SetSlice(sc->held, 0, n, NULL) < 0 || send_answer(conn, sc->transport, out) < 0;
-    Py_DECREF(out);
-    return failed ? -1 : 0;
-}
-
 /* 1 when the lane may be tried (as produce_lane.serve decides), 0 when not, -1 on error */
 static int scene_load(Scene *sc, PyObject *broker) {
-    static MemberSite partitioned_site, cluster_site, faults_site, quotas_site, rules_site, quotas_on_site, drop_site,
-        config_site, values_site, generation_site, node_site, topics_site, cap_site, journal_site, clock_site,
-        journal_on_site;
-    int blocked = site_true(&partitioned_site, broker, s_partitioned);
-    if (blocked) return blocked < 0 ? -1 : 0;
+    static MemberSite cluster_site, config_site, values_site, generation_site, node_site, topics_site, cap_site,
+        journal_site, clock_site, journal_on_site;
+    int usual = usual_broker(broker); /* the declaration of produce_lane.py, handed over by setup_usual */
+    if (usual <= 0) return usual;
     if ((sc->cluster = site_get(&cluster_site, broker, s_cluster)) == NULL) return -1;
-    PyObject *faults = site_get(&faults_site, sc->cluster, s_faults);
-    PyObject *quotas = site_get(&quotas_site, sc->cluster, s_quotas);
-    blocked = faults == NULL || quotas == NULL ? -1 : site_true(&rules_site, faults, s_rules);
-    if (blocked == 0) blocked = site_true(&quotas_on_site, quotas, s_enabled);
-    Py_XDECREF(faults);
-    Py_XDECREF(quotas);
-    if (blocked == 0) {
-        long long drop;
-        PyObject *value = site_get(&drop_site, sc->cluster, s_drop);
-        if (value == NULL) return -1;
-        drop = PyLong_AsLongLong(value);
-        Py_DECREF(value);
-        if (drop == -1 && PyErr_Occurred()) return -1;
-        blocked = drop > 0;
-    }
-    if (blocked == 0) blocked = acls_enabled(sc->cluster);
-    if (blocked) return blocked < 0 ? -1 : 0;
     PyObject *config = site_get(&config_site, sc->cluster, s_config);
     if (config == NULL) return -1;
     PyObject *values = site_get(&values_site, config, s_values);
@@ -223,20 +139,6 @@ static int scene_load(Scene *sc, PyObject *broker) {
     if ((sc->journal_on = site_true(&journal_on_site, sc->journal, s_enabled)) < 0) return -1;
     sc->system_clock = Py_IS_TYPE(sc->clock, (PyTypeObject *)system_clock_type);
     return 1;
-}
-
-static int now_ms_of(Scene *sc, long long *out) {
-    if (sc->system_clock) { /* SystemClock.now_ms: time.time_ns() // 1_000_000 */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        *out = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-        return 0;
-    }
-    PyObject *value = PyObject_CallMethodNoArgs(sc->clock, s_now_ms);
-    if (value == NULL) return -1;
-    *out = PyLong_AsLongLong(value);
-    Py_DECREF(value);
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
 /* memory_cap.total: read (room) and, after an append, grown by what the lane counted */
@@ -268,10 +170,6 @@ static int cap_grow(Scene *sc, PyObject *counted) {
     return failed;
 }
 
-static int write_answer(Scene *sc, PyObject *conn, PyObject *answer);
-
-#include "lane_journal.h"
-
 /* The journal entry and the answer on the wire, for one request the lane took. */
 static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long now_ms, int version,
                           int32_t correlation_id, double started) {
@@ -302,29 +200,6 @@ static int finish_request(Scene *sc, PyObject *conn, PyObject *result, long long
         if (failed) return -1;
     }
     return write_answer(sc, conn, answer);
-}
-
-/* Connection.write of one answer (a bytearray): nothing goes to a closed connection. */
-static int write_answer(Scene *sc, PyObject *conn, PyObject *answer) {
-    static MemberSite closed_site, transport_site, last_active_site;
-    int closed = site_true(&closed_site, conn, s_closed);
-    if (closed) return closed < 0 ? -1 : 0;
-    PyObject *transport = site_get(&transport_site, conn, s_transport);
-    if (transport == NULL) return -1;
-    int failed = 0;
-    if (transport != Py_None) {
-        PyObject *now = PyFloat_FromDouble(monotonic_s());
-        failed = now == NULL || site_set(&last_active_site, conn, s_last_active, now) < 0;
-        Py_XDECREF(now);
-        if (!failed && sc->held != NULL && PyByteArray_CheckExact(answer)) {
-            Py_XSETREF(sc->transport, Py_NewRef(transport));
-            failed = PyList_Append(sc->held, answer) < 0;
-        } else if (!failed) { /* written at once, after what is held (the lane's answers are bytearrays) */
-            failed = write_held(sc, conn) < 0 || send_answer(conn, transport, answer) < 0;
-        }
-    }
-    Py_DECREF(transport);
-    return failed ? -1 : 0;
 }
 
 /* One whole Produce frame (``frame``: its bytes after the size, ``h`` their start) through the lane:
@@ -363,9 +238,6 @@ static int answer_frame(Scene *sc, PyObject *conn, PyObject *frame, const unsign
     return 1;
 }
 
-#include "api_versions_staging.h"
-#include "kept_answers.h"
-
 /* borrow(broker, connection, 0, frame): a large frame read into its own buffer, whole, with nothing
    queued: 1 answered, 0 left to dispatch, -1 refused by the lane (dispatch must not offer it again). */
 static PyObject *borrow_whole(PyObject *broker, PyObject *conn, PyObject *frame) {
@@ -393,12 +265,10 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t end = PyLong_AsSsize_t(args[2]);
     if (end == -1 && PyErr_Occurred()) return NULL;
     if (!staging_on || lane_settings_fn == NULL || stored_type == NULL) return PyLong_FromLong(0);
-    static MemberSite sasl_site, staging_site, limit_site, closed_site;
-    PyObject *sasl = site_get(&sasl_site, conn, s_sasl);
-    if (sasl == NULL) return NULL;
-    int plain = sasl == Py_None;
-    Py_DECREF(sasl);
-    if (!plain) return PyLong_FromLong(0);
+    static MemberSite staging_site, limit_site, closed_site;
+    int usual = usual_connection(conn); /* (a SASL listener, ...: produce_lane.NOT_USUAL_ON_CONNECTION) */
+    if (usual < 0) return NULL;
+    if (!usual) return PyLong_FromLong(0);
     if (nargs == 4) return borrow_whole(broker, conn, args[3]);
     PyObject *staging = site_get(&staging_site, conn, s_staging), *limit = site_get(&limit_site, conn, s_max_request_bytes);
     Py_ssize_t max_bytes = limit ? PyLong_AsSsize_t(limit) : -1;
@@ -501,3 +371,5 @@ static PyObject *borrow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
          "(requests borrow() answered from kept answers, of them answered by kept_answers.answer())."},       \
         {"direct_sends", direct_send_counts, METH_NOARGS,                                                    \
          "direct_sends() -> answers sent whole to the socket, in part, through the transport (direct_send.h)."},
+
+#endif
