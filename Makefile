@@ -11,7 +11,7 @@ PORT ?= 9092
 # If a future setuptools drops the compat mode, the default mode still works, only slower to start.
 EDITABLE = $(BIN)/pip install -q --config-settings editable_mode=compat -e $(1) || $(BIN)/pip install -q -e $(1)
 
-.PHONY: run test lint generate bench clean
+.PHONY: run test lint generate bench clean matrix
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,8 +39,15 @@ run: $(VENV)/.runtime
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy  # the type check: [tool.mypy] in pyproject.toml
 	$(BIN)/python tools/gen_protocol.py --check
 	$(BIN)/python -m pytest
+
+# CI's runs after `make test` (noxfile.py): the broker, client, scenario, control and plugin suites with
+# MOCKBROKER_PURE_PYTHON=1, then the core suites on fresh Python 3.12 and 3.13 venvs (C extensions built there)
+matrix: $(VENV)/.installed
+	$(BIN)/nox
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

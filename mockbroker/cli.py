@@ -25,12 +25,20 @@ import gc
 import logging
 import os
 import sys
-from typing import Any, NoReturn
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from mockbroker import early_signals
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import KafkaError
 from mockbroker.protocol import api
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mockbroker.cluster import MockCluster
+
+T = TypeVar("T")
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -50,6 +58,7 @@ def _terminal_columns() -> int:
         columns = 0
     if columns <= 0:
         try:
+            # (sys.__stdout__ is None without a stdout: the AttributeError is caught)
             columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
         except (AttributeError, ValueError, OSError):
             columns = 0
@@ -191,7 +200,7 @@ def _raise_open_files_limit() -> None:
         logging.getLogger("mockbroker").warning("cannot raise the open files limit from %s: %s", soft, exc)
 
 
-def _check_serve(args: argparse.Namespace) -> Any:
+def _check_serve(args: argparse.Namespace) -> MockCluster:
     """The MockCluster ``serve`` asks for, made (nothing listens yet) after checking each flag: the
     first problem ends the command (one line naming the flag, exit status 2)."""
     from mockbroker.cluster import MockCluster
@@ -199,7 +208,7 @@ def _check_serve(args: argparse.Namespace) -> Any:
     from mockbroker.state.config import BrokerConfig
     from mockbroker.state.replica_selector import parse_racks
 
-    def check(flag: str, fn: Any, *fn_args: Any) -> Any:
+    def check(flag: str, fn: Callable[..., T], *fn_args: Any) -> T:
         try:
             return fn(*fn_args)
         except KafkaError as exc:
@@ -234,7 +243,7 @@ def _check_serve(args: argparse.Namespace) -> Any:
                            ssl_keyfile=args.ssl_keyfile, ssl_cafile=args.ssl_cafile,
                            ssl_client_auth=args.ssl_client_auth, racks=args.racks)
     except (KafkaError, ValueError, OSError) as exc:
-        message = exc.message if isinstance(exc, KafkaError) else str(exc)
+        message = (exc.message or str(exc)) if isinstance(exc, KafkaError) else str(exc)
         flag = _flag_of(message)
         _fail(f"mockbroker serve: error: {'argument ' + flag + ': ' if flag else ''}{_without_head(message)}")
 
@@ -260,12 +269,12 @@ def _flag_of(message: str) -> str | None:
     return None
 
 
-def cluster_listeners_given(cluster: Any) -> bool:
+def cluster_listeners_given(cluster: MockCluster) -> bool:
     """Whether the cluster listens where ``--listeners`` said (else on ``--host``/``--port``)."""
     return bool(cluster.state.config.get("listeners"))
 
 
-async def _serve(cluster: Any) -> int:
+async def _serve(cluster: MockCluster) -> int:
     """Run ``cluster`` until SIGINT or SIGTERM (which may come while it starts: start is abandoned)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -290,7 +299,7 @@ async def _serve(cluster: Any) -> int:
         print(f"mockbroker serve: error: argument {flag}: cannot listen: {message}", file=sys.stderr, flush=True)
         return 2
     if exc is not None:
-        message = " ".join((exc.message if isinstance(exc, KafkaError) else str(exc)).split())
+        message = " ".join(((exc.message or str(exc)) if isinstance(exc, KafkaError) else str(exc)).split())
         print(f"mockbroker serve: error: cannot start: {message}", file=sys.stderr, flush=True)
         return 2
     from mockbroker.server import collector
@@ -431,9 +440,12 @@ def main(argv: list[str] | None = None) -> int:
     if args_in[:1] != ["serve"]:
         early_signals.restore()  # only serve keeps the signals caught during start-up (mockbroker.__main__)
     if args_in[:1] == ["audit"]:  # a Spark job with its own options (needs mockbroker[spark])
-        from mockbroker.spark.audit import main as audit_main
+        from mockbroker.spark import audit
 
-        return audit_main(args_in[1:])
+        audit_parser = _Parser(prog="mockbroker audit", description=audit.__doc__,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        audit.add_arguments(audit_parser)
+        return audit.main(audit_parser.parse_args(args_in[1:]))
     named = args_in[0] if args_in and args_in[0] in ("decode", "serve", "scenario") else None
     parser = _parser(named)
     args = parser.parse_args(argv)
@@ -449,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = _check_serve(args)  # every flag checked before anything listens
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _raise_open_files_limit()  # one descriptor per client connection
+    uvloop: ModuleType | None
     try:
         import uvloop
     except ImportError:

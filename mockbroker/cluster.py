@@ -31,6 +31,9 @@ from mockbroker.state.cluster import ClusterState, Topic, no_ticker
 from mockbroker.state.replica_selector import RACK_CONFIG, parse_racks
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from mockbroker.control import ControlServer
     from mockbroker.faults.rules import FaultRule
 
 T = TypeVar("T")
@@ -97,7 +100,7 @@ class MockCluster:
         self._stop_requested: asyncio.Future[None] | None = None
         self._ticker: asyncio.TimerHandle | None = None
         self._control_options = (control_host, control_port, control_token)
-        self.control: Any = None  # the ControlServer when control_port is given
+        self.control: ControlServer | None = None  # when control_port is given
 
     # -- async life cycle -------------------------------------------------------------------
     async def start(self) -> MockCluster:
@@ -123,11 +126,11 @@ class MockCluster:
                 self.state.create_topic(name, partitions)
         self.state.wake_ticker = self._wake_ticker
         self._schedule_tick()
-        host, port, token = self._control_options
-        if port is not None:
+        control_host, control_port, control_token = self._control_options
+        if control_port is not None:
             from mockbroker.control import ControlServer
 
-            self.control = ControlServer(self, host, port, token)
+            self.control = ControlServer(self, control_host, control_port, control_token)
             try:
                 await self.control.start()
             except OSError as exc:
@@ -215,7 +218,12 @@ class MockCluster:
             return
         requested = self._stop_requested
         if requested is not None:
-            self._loop.call_soon_threadsafe(lambda: requested.done() or requested.set_result(None))
+
+            def request_stop() -> None:
+                if not requested.done():
+                    requested.set_result(None)
+
+            self._loop.call_soon_threadsafe(request_stop)
         self._thread.join(timeout=30)
         self._thread = None
 
@@ -461,7 +469,7 @@ class MockCluster:
         for name, partitions in self._initial_topics.items():
             fresh.create_topic(name, partitions)
 
-    def _run(self, coro: Any) -> Any:
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the cluster's loop from sync code (or schedule it when on the loop)."""
         loop = self._loop
         if loop is None or self._thread is None:

@@ -14,7 +14,7 @@ from typing import Any
 
 
 class Slotted:
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
@@ -29,7 +29,7 @@ class Slotted:
 
 
 class FrozenSlotted(Slotted):
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"cannot assign to field {name!r} of a frozen {type(self).__qualname__}")
@@ -37,5 +37,6 @@ class FrozenSlotted(Slotted):
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"cannot delete field {name!r} of a frozen {type(self).__qualname__}")
 
-    def __hash__(self) -> int:
+    # frozen, so hashable by value: the mutable base sets __hash__ = None on purpose
+    def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(getattr(self, name) for name in self.__slots__))

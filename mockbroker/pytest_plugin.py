@@ -26,11 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from mockbroker.cluster import MockCluster
+
+if TYPE_CHECKING:
+    from mockbroker.scenarios.runner import ScenarioRun
 
 _OPTIONS = ("brokers", "topics", "config", "host", "clock")
 
@@ -88,7 +91,7 @@ def kafka_bootstrap(mock_cluster: MockCluster) -> str:
 
 
 @pytest.fixture
-def mock_scenario() -> Iterator[Callable[..., Any]]:
+def mock_scenario() -> Iterator[Callable[..., ScenarioRun]]:
     """Run a scenario around the test's own client code: ``with mock_scenario(name_or_path) as run:``
     (a shipped scenario's name, see ``mockbroker scenario list``, or a file; an existing file wins) starts
     the scenario's cluster and timeline; leaving the block waits for the timeline, checks the

@@ -114,7 +114,8 @@ def run_audit(options: AuditOptions, progress: Callable[[str], None] | None = No
             t.join()
         chaos.stop()
         figures.faults = chaos.counts()
-        say("producers done: " + ", ".join(f"{e.name} {e.seconds:.1f} s" for e in [*idem, *txns]))
+        producers: list[IdempotentLog | TxnLog] = [*idem, *txns]
+        say("producers done: " + ", ".join(f"{e.name} {e.seconds:.1f} s" for e in producers))
         say(f"produced in {time.perf_counter() - started:.1f} s; reading back")
         records = read_topic(bootstrap, TOPIC, options.partitions, "read_uncommitted")
         check_idempotent(records, idem, figures)

@@ -157,15 +157,46 @@ def aiokafka_idempotent(bootstrap: str, topic: str, name: str, count: int, size:
     out.seconds = time.monotonic() - started
 
 
+def _fresh_transactional_producer(config: dict[str, Any], out: TxnLog) -> Any:
+    """A confluent-kafka Producer with ``config`` whose init_transactions succeeded (retried until it does)."""
+    from confluent_kafka import KafkaException, Producer
+
+    while True:
+        producer = Producer(config)
+        try:
+            producer.init_transactions(CALL_TIMEOUT_S)
+            return producer
+        except KafkaException as exc:
+            out.errors.append(f"init_transactions: {exc.args[0]}")
+            if not exc.args[0].retriable():
+                time.sleep(0.2)
+
+
+def _retry_transactional_call(call: Any, out: TxnLog) -> None:
+    """``call(CALL_TIMEOUT_S)`` retried up to 30 times while its errors are retriable."""
+    from confluent_kafka import KafkaException
+
+    for _ in range(30):
+        try:
+            call(CALL_TIMEOUT_S)
+            return
+        except KafkaException as exc:
+            if not exc.args[0].retriable():
+                raise
+            out.errors.append(f"retried: {exc.args[0]}")
+    raise RuntimeError("gave up retrying")
+
+
 def confluent_transactional(bootstrap: str, topic: str, name: str, transactions: int, per_txn: int, size: int,
                             out: TxnLog, abort_every: int = 7, group: str | None = None,
                             input_topic: str | None = None, duration_s: float = 0.0) -> None:
-    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    config = {"bootstrap.servers": bootstrap, "transactional.id": name, "linger.ms": 5, "socket.timeout.ms": 3000,
-              "message.timeout.ms": 60_000, "transaction.timeout.ms": 60_000, "retry.backoff.ms": 50,
-              "retry.backoff.max.ms": 500, "topic.metadata.refresh.interval.ms": 2000, "client.id": name,
-              "logger": CLIENT_LOG}
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap, "transactional.id": name, "linger.ms": 5, "socket.timeout.ms": 3000,
+        "message.timeout.ms": 60_000, "transaction.timeout.ms": 60_000, "retry.backoff.ms": 50,
+        "retry.backoff.max.ms": 500, "topic.metadata.refresh.interval.ms": 2000, "client.id": name,
+        "logger": CLIENT_LOG}
     metadata = None
     if group is not None:
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "logger": CLIENT_LOG})
@@ -173,26 +204,10 @@ def confluent_transactional(bootstrap: str, topic: str, name: str, transactions:
         consumer.close()
 
     def fresh() -> Any:
-        while True:
-            producer = Producer(config)
-            try:
-                producer.init_transactions(CALL_TIMEOUT_S)
-                return producer
-            except KafkaException as exc:
-                out.errors.append(f"init_transactions: {exc.args[0]}")
-                if not exc.args[0].retriable():
-                    time.sleep(0.2)
+        return _fresh_transactional_producer(config, out)
 
     def retrying(call: Any) -> None:
-        for _ in range(30):
-            try:
-                call(CALL_TIMEOUT_S)
-                return
-            except KafkaException as exc:
-                if not exc.args[0].retriable():
-                    raise
-                out.errors.append(f"retried: {exc.args[0]}")
-        raise RuntimeError("gave up retrying")
+        _retry_transactional_call(call, out)
 
     # librdkafka's abort_transaction() purges messages waiting to be retried and rewinds their partition's
     # sequence over them, even when the broker already stored them (a dropped answer): the next

@@ -35,14 +35,15 @@ def read_topic(bootstrap: str, topic: str, partitions: int, isolation: str, time
                 raise TimeoutError(f"reading {topic} back: partitions {sorted(set(out) - at_end)} never reached "
                                    f"their end in {timeout_s:.0f} s")
             for msg in c.consume(10_000, 1.0):
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        at_end.add(msg.partition())
-                        continue
+                err, partition = msg.error(), msg.partition()
+                if err is not None and err.code() != KafkaError._PARTITION_EOF:
                     raise RuntimeError(f"reading {topic} back: {err}")
-                at_end.discard(msg.partition())
-                out[msg.partition()].append(parse(msg.value()))
+                assert partition is not None  # a record or a partition's end names its partition
+                if err is not None:  # the partition's end
+                    at_end.add(partition)
+                    continue
+                at_end.discard(partition)
+                out[partition].append(parse(msg.value() or b""))  # the audit's records all have a value
     finally:
         c.close()
     return out

@@ -295,7 +295,7 @@ def _batches(part: Any, decode: bool = True, where: str = "?") -> list[FetchedBa
             raise BrokerError(f"magic {magic} batch in a Fetch v4+ answer")
         try:
             if decode:
-                header, records, raw = *rec.decode_batch(view), None
+                (header, records), raw = rec.decode_batch(view), None
             else:
                 header, records, raw = rec.verify_batch(view), [], view
         except CodecError as exc:

@@ -27,13 +27,14 @@ from mockbroker.state.inspect import append_records, read_records
 
 if TYPE_CHECKING:
     from mockbroker.cluster import MockCluster
+    from mockbroker.state.groups import Group
 
 log = logging.getLogger("mockbroker.control")
 OPENAPI_PATH = Path(__file__).with_name("openapi.yaml")
 CLUSTER_KEY: web.AppKey[MockCluster] = web.AppKey("cluster")
 TOKEN_KEY: web.AppKey[str | None] = web.AppKey("token", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_KAFKA_STATUS = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: 404, ErrorCode.TOPIC_ALREADY_EXISTS: 409,
+_KAFKA_STATUS: dict[int, int] = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: 404, ErrorCode.TOPIC_ALREADY_EXISTS: 409,
                  ErrorCode.CORRUPT_MESSAGE: 409}  # a stored batch that does not decode: the state, not the request
 
 
@@ -303,7 +304,7 @@ async def get_telemetry(request: web.Request) -> web.Response:
     return web.json_response({"clients": [clients[k] for k in sorted(clients)]})
 
 
-def _group(group: Any) -> dict[str, Any]:
+def _group(group: Group) -> dict[str, Any]:
     members = list(group.consumer.members) if group.consumer is not None else list(group.members)
     return {"group_id": group.group_id, "type": group.group_type, "state": group.state_name,
             "generation": group.generation, "protocol": group.protocol_name, "members": sorted(members),
@@ -349,9 +350,9 @@ class ControlServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        server = site._server
-        if server is not None and getattr(server, "sockets", None):
-            self.port = server.sockets[0].getsockname()[1]
+        sockets = getattr(site._server, "sockets", None)  # an asyncio.Server's (AbstractServer declares none)
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -1,4 +1,5 @@
-"""Failure injection and observation: fault rules, the request journal, and what a request is about.
+"""Failure injection and observation as data: fault rules, the request journal, and what a request is about.
+The serving path carries fired rules out (mockbroker.server.fault_injection); nothing here imports it.
 
 ``FaultRule``, ``rule_from_dict`` and ``ACTIONS`` load on first use (:mod:`mockbroker.faults.rules`
 imports ``random`` and dataclasses, which a broker without rules never needs).

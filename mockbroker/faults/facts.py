@@ -100,7 +100,7 @@ def _partitions(obj: Struct) -> set[int] | None:
 def _walk(obj: Struct, facts: Facts, topics_by_id: dict[bytes, Any], depth: int) -> None:
     if depth > 4:
         return
-    for slot in _struct_lists(type(obj)):
+    for slot in _struct_lists(type(obj)):  # type: ignore[arg-type]  # a class is hashable: mypy reads the __hash__ = None its instances have
         value = getattr(obj, slot, None)
         if not isinstance(value, list) or not value or not isinstance(value[0], Struct):
             continue
@@ -214,11 +214,11 @@ def journal_about(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) ->
     return request_facts(api_key, body, topics_by_id).frozen()
 
 
-def generic_facts(api_key: int, body: Struct, topics_by_id: dict[bytes, Any]) -> Facts:
+def generic_facts(api_key: int, body: Any, topics_by_id: dict[bytes, Any]) -> Facts:
     """Facts from a walk over any generated request."""
     facts = Facts()
     _walk(body, facts, topics_by_id, 0)
-    has_group, group_lists, txn_keys = _scalar_keys(type(body))
+    has_group, group_lists, txn_keys = _scalar_keys(type(body))  # type: ignore[arg-type]  # a class is hashable: mypy reads the __hash__ = None its instances have
     if has_group:
         group = body.group_id
         if isinstance(group, str) and group:
@@ -286,7 +286,7 @@ def _code_plan(cls: type) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
 
 
 def _codes_into(body: Any, out: list[int], depth: int) -> None:
-    has_code, arrays, structs = _code_plan(type(body))
+    has_code, arrays, structs = _code_plan(type(body))  # type: ignore[arg-type]  # a class is hashable: mypy reads the __hash__ = None its instances have
     if has_code:
         code = body.error_code
         if isinstance(code, int) and code:
@@ -300,6 +300,7 @@ def _codes_into(body: Any, out: list[int], depth: int) -> None:
         if type(value) is EncodedList:  # a cached part of a repeated answer: walk it once
             key = ("error_codes", depth)
             if key not in value.derived:
+                found: list[int]
                 value.derived[key] = found = []
                 for item in value:
                     _codes_into(item, found, depth + 1)

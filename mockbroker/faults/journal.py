@@ -155,7 +155,7 @@ class Journal:
             entry = _fast_start(self, time_ms, broker, connection, client_id, client_software, api, api_key, version,
                                 correlation_id, about, faults, latency_ms, outcome)
             if entry is not None:
-                return entry  # type: ignore[no-any-return]
+                return entry
         entry = JournalEntry(next(self._numbers), time_ms, broker, connection, client_id, client_software, api,
                              api_key, version, correlation_id, latency_ms, about, (), faults, outcome)
         self._entries.append(entry)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from mockbroker.errors import ErrorCode
 from mockbroker.protocol import api
 from mockbroker.state.acls import CLUSTER_NAME, NO_OPERATIONS, AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
 
 log = logging.getLogger("mockbroker.authz")
 T = TypeVar("T")
@@ -27,18 +30,18 @@ CLUSTER_ACTION, IDEMPOTENT_WRITE = Op.CLUSTER_ACTION, Op.IDEMPOTENT_WRITE
 DESCRIBE_CONFIGS, ALTER_CONFIGS = Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS
 
 
-def enabled(ctx: Any) -> bool:
+def enabled(ctx: RequestContext) -> bool:
     """Is authorization on (``authorizer.class.name`` set)?"""
-    return ctx.cluster.acls.enabled  # type: ignore[no-any-return]
+    return ctx.cluster.acls.enabled
 
 
-def host(ctx: Any) -> str:
+def host(ctx: RequestContext) -> str:
     """The client's IP address (the peer without its port, IPv6 brackets removed)."""
     peer = ctx.connection.peer
     return peer.rsplit(":", 1)[0].strip("[]") if ":" in peer else peer
 
 
-def authorize(ctx: Any, operation: int, resource_type: int, name: str, log_denied: bool = True) -> bool:
+def authorize(ctx: RequestContext, operation: int, resource_type: int, name: str, log_denied: bool = True) -> bool:
     """May the request's principal do ``operation`` on the resource? (True when authorization is off.)"""
     acls = ctx.cluster.acls
     if not acls.enabled:
@@ -51,20 +54,20 @@ def authorize(ctx: Any, operation: int, resource_type: int, name: str, log_denie
     return allowed
 
 
-def authorize_cluster(ctx: Any, operation: int, log_denied: bool = True) -> bool:
+def authorize_cluster(ctx: RequestContext, operation: int, log_denied: bool = True) -> bool:
     """``operation`` on the CLUSTER resource (kafka-cluster)."""
     return authorize(ctx, operation, CLUSTER, CLUSTER_NAME, log_denied)
 
 
-def authorize_any(ctx: Any, operation: int, resource_type: int) -> bool:
+def authorize_any(ctx: RequestContext, operation: int, resource_type: int) -> bool:
     """Is ``operation`` allowed on at least one resource of the type (Kafka's authorizeByResourceType)?"""
     acls = ctx.cluster.acls
     if not acls.enabled:
         return True
-    return acls.authorize_any(ctx.principal, host(ctx), operation, resource_type)  # type: ignore[no-any-return]
+    return acls.authorize_any(ctx.principal, host(ctx), operation, resource_type)
 
 
-def authorized(ctx: Any, operation: int, resource_type: int, items: Iterable[T],
+def authorized(ctx: RequestContext, operation: int, resource_type: int, items: Iterable[T],
                name: Callable[[T], str] = str, log_denied: bool = True) -> list[T]:
     """The items whose resource (``name(item)``) allows ``operation``; every item when off."""
     items = list(items)
@@ -81,19 +84,19 @@ def authorized(ctx: Any, operation: int, resource_type: int, items: Iterable[T],
     return out
 
 
-def denied_names(ctx: Any, operation: int, resource_type: int, names: Iterable[str]) -> set[str]:
+def denied_names(ctx: RequestContext, operation: int, resource_type: int, names: Iterable[str]) -> set[str]:
     """The names (of resources of one type) the principal may NOT ``operation``; empty when off."""
     if not ctx.cluster.acls.enabled:
         return set()
     return {n for n in set(names) if not authorize(ctx, operation, resource_type, n)}
 
 
-def operations(ctx: Any, resource_type: int, name: str) -> int:
+def operations(ctx: RequestContext, resource_type: int, name: str) -> int:
     """Kafka's authorized-operations bit field for the resource (every supported one when off)."""
-    return ctx.cluster.acls.authorized_operations(ctx.principal, host(ctx), resource_type, name)  # type: ignore[no-any-return]
+    return ctx.cluster.acls.authorized_operations(ctx.principal, host(ctx), resource_type, name)
 
 
-def operations_if(ctx: Any, asked: bool, resource_type: int, name: str) -> int:
+def operations_if(ctx: RequestContext, asked: bool, resource_type: int, name: str) -> int:
     """:func:`operations` when the request asked for them, else the schema's "not asked" value."""
     return operations(ctx, resource_type, name) if asked else NO_OPERATIONS
 
@@ -102,7 +105,7 @@ def operations_if(ctx: Any, asked: bool, resource_type: int, name: str) -> int:
 CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
 
 
-def config_denied(ctx: Any, operation: int, resource_type: int, name: str) -> int:
+def config_denied(ctx: RequestContext, operation: int, resource_type: int, name: str) -> int:
     """0, or the error for a config resource the principal may not ``operation`` (DESCRIBE_CONFIGS /
     ALTER_CONFIGS), as Kafka: BROKER and BROKER_LOGGER are checked on the cluster
     (CLUSTER_AUTHORIZATION_FAILED), TOPIC on the topic (TOPIC_AUTHORIZATION_FAILED); other types are

@@ -15,6 +15,8 @@ def answer_each_resource(resp: Any, req: Any, alter: Callable[[Any], tuple[int, 
     returns (error code, message)."""
     counts = Counter((r.resource_type, r.resource_name) for r in req.resources)
     out = []
+    code: int
+    message: str | None
     for r in req.resources:
         if counts[(r.resource_type, r.resource_name)] > 1:
             code, message = ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."

@@ -5,7 +5,7 @@ topic, each with its log or its error; a consumer's fetch (v11+) may be served b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -13,6 +13,10 @@ from mockbroker.protocol import fast_fetch
 from mockbroker.state import replica_selector as replicas
 from mockbroker.state.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from mockbroker.state.log import PartitionLog
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.fetch_request import FetchRequest
 
 
 @dataclass(slots=True)
@@ -31,11 +35,11 @@ class Wanted:
 WANTED_READER = fast_fetch.wanted_reader(Wanted)
 
 
-def _sessions(ctx: Any) -> Any:
+def _sessions(ctx: RequestContext) -> Any:
     return ctx.broker.fetch_sessions
 
 
-def _topic(ctx: Any, name: str, topic_id: bytes, use_ids: bool) -> tuple[str, bytes, Any, int]:
+def _topic(ctx: RequestContext, name: str, topic_id: bytes, use_ids: bool) -> tuple[str, bytes, Any, int]:
     """A fetched topic, READ checked once for all its partitions (as Kafka authorizes the distinct
     topics of a fetch): (name, topic id, the Topic or None, the error for its partitions)."""
     if not use_ids and not authz.authorize(ctx, authz.READ, authz.TOPIC, name):
@@ -49,7 +53,7 @@ def _topic(ctx: Any, name: str, topic_id: bytes, use_ids: bool) -> tuple[str, by
     return topic.name, topic.topic_id, topic, 0
 
 
-def _partition(ctx: Any, found: tuple[str, bytes, Any, int], index: int,
+def _partition(ctx: RequestContext, found: tuple[str, bytes, Any, int], index: int,
                follower_ok: bool = False) -> tuple[PartitionLog | None, int]:
     """The log of partition ``index`` of a topic :func:`_topic` found, led here (or, ``follower_ok``, held
     here as a follower): (log, 0) or (None, error).  (:func:`resolve` finds the usual partition, led
@@ -67,7 +71,7 @@ def _partition(ctx: Any, found: tuple[str, bytes, Any, int], index: int,
         return None, exc.code
 
 
-def resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, bool]:
+def resolve(ctx: RequestContext, req: FetchRequest) -> tuple[list[Wanted], FetchSession | None, bool]:
     """The partitions this fetch covers, the session (if any) and whether it is incremental."""
     use_ids = ctx.api_version >= 13
     cluster = ctx.cluster
@@ -118,7 +122,7 @@ def resolve(ctx: Any, req: Any) -> tuple[list[Wanted], FetchSession | None, bool
     return wanted, session, True
 
 
-def requested(ctx: Any, req: Any, use_ids: bool) -> list[Wanted]:
+def requested(ctx: RequestContext, req: FetchRequest, use_ids: bool) -> list[Wanted]:
     """The partitions a fetch names, each found (its log) or with its error."""
     requested = []
     broker_id = ctx.broker_id
@@ -142,12 +146,12 @@ def requested(ctx: Any, req: Any, use_ids: bool) -> list[Wanted]:
     return requested
 
 
-def from_any_replica(ctx: Any, req: Any) -> bool:
+def from_any_replica(ctx: RequestContext, req: FetchRequest) -> bool:
     """Whether a follower holding the partition may answer (a consumer's fetch, v11+: replica_selector)."""
     version = ctx.api_version
     return version >= 11 and (req.replica_id if version < 15 else req.replica_state.replica_id) < 0
 
 
-def steered_rack(ctx: Any, req: Any) -> str:
+def steered_rack(ctx: RequestContext, req: FetchRequest) -> str:
     """The consumer's rack when the rack-aware selector may send this fetch to a follower, else ""."""
     return req.rack_id if req.rack_id and from_any_replica(ctx, req) and replicas.rack_aware(ctx.cluster) else ""

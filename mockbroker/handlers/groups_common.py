@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
 
-def not_coordinator(ctx: Any, group_id: str) -> int:
+
+def not_coordinator(ctx: RequestContext, group_id: str) -> int:
     """NOT_COORDINATOR when this broker does not coordinate ``group_id`` (0 when it does)."""
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID

@@ -47,24 +47,28 @@ transactional id; v8 record errors; v9 flexible; v10 current-leader tags; v13 to
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.batches import BatchRejected, Policy, stored_batch, validate_produce
-from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.errors import CloseConnection, ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import NO_RESPONSE, register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
-from mockbroker.server.connection import CloseConnection
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.memory_cap import detached
 from mockbroker.state.producer_state import BatchMeta, last_sequence
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.produce_request import ProduceRequest
+    from mockbroker.state.cluster import ClusterState
 
 RESP = api.response_module(0)
 logger = logging.getLogger("mockbroker.produce")
 
 
-def settings(cluster: Any, topic: Any) -> tuple[Policy, int]:
+def settings(cluster: ClusterState, topic: Any) -> tuple[Policy, int]:
     """The topic's record policy (its now_ms set to this request's time), and the retention.bytes
     applied at append (-1: none; memory_cap).  One Policy per topic is kept and reused: a request uses
     it only while its handler runs, which never waits."""
@@ -86,7 +90,8 @@ def settings(cluster: Any, topic: Any) -> tuple[Policy, int]:
     return current
 
 
-def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any, settings: tuple[Policy, int]) -> tuple[int, int]:
+def _append(ctx: RequestContext, topic: Any, log: PartitionLog, data: Any,
+            settings: tuple[Policy, int]) -> tuple[int, int]:
     policy, retention_bytes = settings
     batches = validate_produce(data, ctx.api_version, policy)
     append_time = policy.now_ms if policy.log_append_time else -1
@@ -106,7 +111,7 @@ def _append(ctx: Any, topic: Any, log: PartitionLog, data: Any, settings: tuple[
     return first, append_time
 
 
-def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryview, header: Any,
+def _append_idempotent(ctx: RequestContext, topic: Any, log: PartitionLog, batch: memoryview, header: Any,
                        retention_bytes: int) -> int:
     pid, epoch, first_seq = header.producer_id, header.producer_epoch, header.base_sequence
     last_seq = last_sequence(first_seq, header.last_offset_delta + 1)
@@ -132,7 +137,8 @@ def _append_idempotent(ctx: Any, topic: Any, log: PartitionLog, batch: memoryvie
     return stored.base_offset
 
 
-def _reused_sequences(ctx: Any, topic: Any, log: PartitionLog, header: Any, last_seq: int, stored: BatchMeta) -> None:
+def _reused_sequences(ctx: RequestContext, topic: Any, log: PartitionLog, header: Any, last_seq: int,
+                      stored: BatchMeta) -> None:
     """A batch repeats the producer, epoch and sequence numbers of a stored batch but not its bytes: not
     a retry but new records under old sequence numbers.  Kafka answers it as a duplicate (the stored
     batch's offset, no error) and so does this broker by default, so its records are NOT stored: say so
@@ -151,7 +157,7 @@ def _reused_sequences(ctx: Any, topic: Any, log: PartitionLog, header: Any, last
                    header.producer_epoch, stored.first_offset, header.crc, stored.crc)
 
 
-def _partition(ctx: Any, topic: Any, part: Any, acks: int, settings: tuple[Policy, int]) -> Any:
+def _partition(ctx: RequestContext, topic: Any, part: Any, acks: int, settings: tuple[Policy, int]) -> Any:
     out = RESP.PartitionProduceResponse(index=part.index, base_offset=-1, log_append_time_ms=-1)
     try:
         if acks not in (0, 1, -1):
@@ -187,13 +193,13 @@ def _unknown_topic_response(td: Any, code: int, message: str | None = None) -> A
     )
 
 
-def _authorized_txn(ctx: Any, req: Any) -> bool:
+def _authorized_txn(ctx: RequestContext, req: ProduceRequest) -> bool:
     txn_id = req.transactional_id if ctx.api_version >= 3 else None
     return txn_id is None or authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, txn_id)
 
 
 @register(0, 0, 13)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ProduceRequest) -> Any:
     responses = []
     leaders_named: set[int] = set()
     appended = False

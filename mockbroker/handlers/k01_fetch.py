@@ -33,6 +33,14 @@ partitions made into Wanted in C too while ACLs are off, and a long poll's wake 
 (which see or measure the answer), or anything else, the Python below answers.  Without a session,
 dispatch offers the frame to :func:`serve` (the Fetch lane) before any of this.
 
+Where the Fetch lane's "usual" is decided: broker and connection state in :func:`usual_for`, declared
+as data (``NOT_USUAL_ON_CONNECTION``, ``NOT_USUAL_WHILE``, ``NOT_USUAL_WITH_CONFIG``: SASL, a network
+partition, fault rules, client quotas, ACLs, a rack-aware replica selector); the request's shape (v4+,
+no session, no tagged fields) and its partitions' state (known, led here, epoch current, offset in
+range) in C as it reads the frame (fetch_lane.h, fetch_from_logs.h), answering None for anything else.
+To add a condition of broker state or config, add it to the declaration (an attribute path or a config
+name, blocking while truthy); tests/broker/test_lane_usual.py shows how to prove the lane then declines.
+
 Version notes: v0-1 are served magic 0 and v2-3 magic 1, down-converted from the stored magic-2
 batches (headers dropped); v4 adds isolation level, last stable offset and aborted transactions;
 v5 log start offset; v7 sessions; v11 rack / preferred replica; v12 flexible; v13 topic ids.
@@ -44,23 +52,30 @@ import asyncio
 import logging
 import time
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.batches import down_convert
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults.journal import PRODUCE_ABOUT
+from mockbroker.handlers.context import RequestContext, encoded_answer, journal_answer
 from mockbroker.handlers.fetch_partitions import WANTED_READER as _WANTED
 from mockbroker.handlers.fetch_partitions import Wanted
 from mockbroker.handlers.fetch_partitions import from_any_replica as _from_any_replica
 from mockbroker.handlers.fetch_partitions import resolve as _resolve
 from mockbroker.handlers.fetch_partitions import steered_rack as _steered_rack
+from mockbroker.handlers.lane_state import usual_function
+from mockbroker.handlers.pending import Pending
 from mockbroker.handlers.registry import LANES, Encoded, register
 from mockbroker.protocol import api, fast_fetch
-from mockbroker.server.dispatch import RequestContext, encoded_answer, journal_answer
-from mockbroker.server.pending import Pending
 from mockbroker.state import replica_selector as replicas
 from mockbroker.state.fetch_sessions import FetchSession
 from mockbroker.state.log import PartitionLog
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.fetch_request import FetchRequest
+    from mockbroker.server.broker import BrokerServer
+    from mockbroker.server.connection import Connection
 
 RESP = api.response_module(1)
 logger = logging.getLogger("mockbroker.fetch")
@@ -85,7 +100,7 @@ def _redirected(log: PartitionLog, w: Wanted, preferred: int, isolation: int) ->
                               records=b"")
 
 
-def _read(ctx: Any, w: Wanted, budget: int, first: bool, isolation: int,
+def _read(ctx: RequestContext, w: Wanted, budget: int, first: bool, isolation: int,
           follower_ok: bool = False) -> tuple[Any, int]:
     version = ctx.api_version
     log = w.log
@@ -152,13 +167,13 @@ def _at_the_end(log: PartitionLog, key: tuple[int, int, int, int]) -> Any:
     return part
 
 
-def _budget(ctx: Any, req: Any) -> int:
+def _budget(ctx: RequestContext, req: FetchRequest) -> int:
     """What a fetch may read in all: Kafka caps the request's max_bytes (v3+) with the broker's
     fetch.max.bytes (KIP-541)."""
     return min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"]) if ctx.api_version >= 3 else 2**31 - 1
 
 
-def _collect(ctx: Any, req: Any, wanted: list[Wanted],
+def _collect(ctx: RequestContext, req: FetchRequest, wanted: list[Wanted],
              held: frozenset[tuple[str, int]] | None = None) -> tuple[list[tuple[Wanted, Any]], int, bool]:
     """The partitions' answers, their bytes and whether to answer now; ``held``: for a fetch that waited,
     the partitions it began reading as a follower (one that began at the leader answers
@@ -196,7 +211,8 @@ def _collect(ctx: Any, req: Any, wanted: list[Wanted],
     return out, total, errors
 
 
-def _build(ctx: Any, parts: list[tuple[Wanted, Any]], session: FetchSession | None, incremental: bool) -> Any:
+def _build(ctx: RequestContext, parts: list[tuple[Wanted, Any]], session: FetchSession | None,
+           incremental: bool) -> Any:
     topics: dict[str, Any] = {}
     for w, part in parts:
         if session is not None:
@@ -216,7 +232,7 @@ def _build(ctx: Any, parts: list[tuple[Wanted, Any]], session: FetchSession | No
 
 
 @register(1, 0, 18)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: FetchRequest) -> Any:
     try:
         wanted, session, incremental = _resolve(ctx, req)
     except KafkaError as exc:
@@ -230,11 +246,13 @@ def handle(ctx: Any, req: Any) -> Any:
             if got[0] is not None:
                 return Encoded(got[0])
             if session is not None:  # (fewer than min_bytes yet) a session's long poll waits in Python
+                # (every w.log is set: _from_logs answers only when every partition is found)
                 return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[misc]
             return _parked(ctx, req, wanted, Pending(), _budget(ctx, req))
     if req.min_bytes > 0 and req.max_wait_ms > 0 and not steered and _all_at_the_end(wanted, ctx.api_version) \
             and not ctx.connection.closed:  # the usual long poll: no partition has anything to answer
-        return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[arg-type]
+        # (every w.log is set: _all_at_the_end checked it)
+        return _LongPoll(ctx, req, wanted, session, incremental, [w.log for w in wanted], fast).answer  # type: ignore[misc]
     parts, total, errors = _collect(ctx, req, wanted)
     logs = [w.log for w in wanted if w.log is not None]
     if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not logs or ctx.connection.closed:
@@ -242,7 +260,7 @@ def handle(ctx: Any, req: Any) -> Any:
     return _LongPoll(ctx, req, wanted, session, incremental, logs, fast).answer
 
 
-def _unwatched(ctx: Any) -> bool:
+def _unwatched(ctx: RequestContext) -> bool:
     """Whether nothing but dispatch will see this fetch's answer (no fault rule, which may change it,
     and no client quota, which measures it): then it may be an :class:`Encoded` frame.  Decided when
     the request comes, as dispatch decides how to answer it."""
@@ -250,12 +268,13 @@ def _unwatched(ctx: Any) -> bool:
     return ctx.api_version >= 4 and not cluster.faults.rules and not cluster.quotas.enabled
 
 
-def _from_logs(ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None, incremental: bool,
-               min_bytes: int) -> tuple[list[Any] | None, int] | None:
+def _from_logs(ctx: RequestContext, req: FetchRequest, wanted: list[Wanted], session: FetchSession | None,
+               incremental: bool, min_bytes: int) -> tuple[list[Any] | None, int] | None:
     """The answer's frame and record bytes when every partition is the usual one, read and encoded in C
     (fast_fetch.answer_from_logs), with the session's states set as :func:`_build` sets them; (None,
     bytes) while fewer than ``min_bytes`` are there (nothing changed); None, and the Python path answers."""
     budget = _budget(ctx, req)  # (as _collect; the fast path is v4+)
+    # (the type: ignores below: _FROM_LOGS may be None, but only where `fast` is set is this called)
     if session is None:
         return _FROM_LOGS(wanted, ctx.api_version, ctx.correlation_id, ctx.broker_id, budget,  # type: ignore[misc]
                           req.isolation_level, min_bytes)
@@ -265,7 +284,8 @@ def _from_logs(ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession |
                       [kept.get((w.name, w.partition)) for w in wanted], incremental)
 
 
-def _answer_in_python(ctx: Any, req: Any, wanted: list[Wanted], answer: Pending, expired: bool) -> None:
+def _answer_in_python(ctx: RequestContext, req: FetchRequest, wanted: list[Wanted], answer: Pending,
+                      expired: bool) -> None:
     """A C long poll's check (fetch_wait.h) once its partitions stopped being the usual ones (a leader or
     epoch moved, a transaction opened): _LongPoll's check and expiry, for a fetch without a session."""
     parts, total, errors = _collect(ctx, req, wanted, frozenset())  # (begun at the leader: the usual ones)
@@ -277,9 +297,10 @@ def _answer_in_python(ctx: Any, req: Any, wanted: list[Wanted], answer: Pending,
 _PARK = fast_fetch.waiter(Encoded, _answer_in_python)
 
 
-def _parked(ctx: Any, req: Any, wanted: list[Wanted], answer: Pending, budget: int) -> Pending:
+def _parked(ctx: RequestContext, req: FetchRequest, wanted: list[Wanted], answer: Pending, budget: int) -> Pending:
     """``answer``, left to the fetch's long poll in C (fetch_wait.h: _LongPoll's twin), which reads with
     ``budget`` (the request's max_bytes capped by fetch.max.bytes when it came)."""
+    # (type: ignore: _PARK may be None, but _parked runs only where _FROM_LOGS, built with it, answered)
     _PARK(ctx, req, wanted, answer, ctx.broker.loop or asyncio.get_running_loop(), ctx.connection,  # type: ignore[misc]
           ctx.api_version, ctx.correlation_id, ctx.broker_id, budget, req.isolation_level, req.min_bytes,
           min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000)
@@ -309,15 +330,15 @@ class _LongPoll:
     :meth:`_check` (however many appends come before that runs), which reads the partitions and
     answers with what it read once min_bytes are there (or an error, or the connection closed).  A
     timer answers at max_wait_ms.  No coroutine and no Future: settling the Pending journals, encodes
-    and writes the answer in the same call (mockbroker.server.pending), where a coroutine waiting on an
+    and writes the answer in the same call (mockbroker.handlers.pending), where a coroutine waiting on an
     Event with ``wait_for`` took two Tasks, and Futures a loop pass per callback (bench/NOTES.md "Long
     polls")."""
 
     __slots__ = ("answer", "ctx", "fast", "held", "incremental", "logs", "loop", "req", "scheduled", "session",
                  "timer", "wanted")
 
-    def __init__(self, ctx: Any, req: Any, wanted: list[Wanted], session: FetchSession | None, incremental: bool,
-                 logs: list[PartitionLog], fast: bool) -> None:
+    def __init__(self, ctx: RequestContext, req: FetchRequest, wanted: list[Wanted], session: FetchSession | None,
+                 incremental: bool, logs: list[PartitionLog], fast: bool) -> None:
         self.loop = loop = ctx.broker.loop or asyncio.get_running_loop()
         self.ctx, self.req, self.wanted, self.session, self.incremental, self.logs = (
             ctx, req, wanted, session, incremental, logs)
@@ -354,8 +375,8 @@ class _LongPoll:
     def _expire(self) -> None:
         if not self.answer.state:
             got = _from_logs(self.ctx, self.req, self.wanted, self.session, self.incremental, 0) if self.fast else None
-            if got is not None:
-                self.answer.settle(Encoded(got[0]))
+            if got is not None:  # (min_bytes 0: got[0] is the frame, never None)
+                self.answer.settle(Encoded(got[0]))  # type: ignore[arg-type]
                 return
             parts, _total, _errors = _collect(self.ctx, self.req, self.wanted, self.held)
             self.answer.settle(_build(self.ctx, parts, self.session, self.incremental))
@@ -367,18 +388,39 @@ class _LongPoll:
         self.timer.cancel()
 
 
-def serve(broker: Any, conn: Any, frame: memoryview, version: int, correlation_id: int) -> Any:
+# -- the Fetch lane's broker state: while any of these holds, every Fetch takes the usual way (usual_for;
+# handlers/lane_state.py).  Each blocks while its value is truthy.
+NOT_USUAL_ON_CONNECTION: tuple[str, ...] = (
+    "sasl",  # a SASL listener: dispatch checks each request against the login first
+)
+NOT_USUAL_WHILE: tuple[str, ...] = (  # attribute paths from the broker (BrokerServer)
+    "partitioned",  # a network partition: nothing is answered
+    "cluster.faults.rules",  # fault rules see each request
+    "cluster.quotas.enabled",  # client quotas measure and throttle each answer
+)
+NOT_USUAL_WITH_CONFIG: tuple[str, ...] = (  # broker configs, in cluster.config.values
+    "authorizer.class.name",  # ACLs on (state.acls.Authorizer.enabled): each topic is authorized
+    replicas.SELECTOR_CONFIG,  # a rack-aware selector may send a consumer to a follower
+)
+# usual_for(broker, conn) -> bool: may the Fetch lane take a request on ``conn`` now, as far as broker and
+# connection state go?  (The request's bytes and its partitions' state: fetch_lane.h, which answers None
+# when they are not the usual ones.)
+usual_for = usual_function(NOT_USUAL_ON_CONNECTION, NOT_USUAL_WHILE, NOT_USUAL_WITH_CONFIG)
+
+
+def serve(broker: BrokerServer, conn: Connection, frame: memoryview, version: int, correlation_id: int) -> Any:
     """The usual Fetch from its frame (dispatch's lane for it, registry.LANES): read, found, answered
     or left waiting and journaled as dispatch and :func:`handle` would, with the request decoded, its
     partitions found and read and the answer encoded in one C call (fast_fetch.lane, fetch_lane.h).
-    None (nothing done) when anything needs a word: fault rules, client quotas, ACLs, a network
-    partition, a session, a partition not the usual one."""
-    cluster = broker.cluster
-    if broker.partitioned or cluster.faults.rules or cluster.quotas.enabled or cluster.acls.enabled \
-            or cluster.config.values.get(replicas.SELECTOR_CONFIG):  # (a consumer's rack may be sent to a follower)
+    None (nothing done) when :func:`usual_for` says no (SASL, fault rules, client quotas, ACLs, a
+    network partition, a rack-aware selector), or the request is not the usual one (a session, a
+    partition not led here, ...: fetch_lane.h)."""
+    if not usual_for(broker, conn):
         return None
+    cluster = broker.cluster
     started = time.perf_counter()
     fetch_max_bytes = cluster.config.values["fetch.max.bytes"]  # (the dict itself: no __getitem__ call)
+    # (type: ignore: _LANE may be None, but serve is registered as the lane only when it is built)
     got = _LANE(frame, version, correlation_id, cluster.topics, cluster.topics_by_id, broker.node_id,  # type: ignore[misc]
                 fetch_max_bytes, PRODUCE_ABOUT)
     if got is None:

@@ -17,7 +17,7 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.batches import decode_stored
 from mockbroker.errors import ErrorCode, KafkaError
@@ -25,6 +25,10 @@ from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.log import PartitionLog
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest
 
 RESP = api.response_module(2)
 logger = logging.getLogger("mockbroker.list_offsets")
@@ -60,7 +64,7 @@ def _max_timestamp(log: PartitionLog) -> tuple[int, int]:
     return best_ts, best_offset
 
 
-def _answer(ctx: Any, req: Any, topic: str, p: Any) -> Any:
+def _answer(ctx: RequestContext, req: ListOffsetsRequest, topic: str, p: ListOffsetsPartition) -> Any:
     out = RESP.ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1)
     try:
         log = ctx.cluster.partition(topic, p.partition_index)
@@ -102,7 +106,7 @@ def _answer(ctx: Any, req: Any, topic: str, p: Any) -> Any:
 
 
 @register(2, 0, 11)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ListOffsetsRequest) -> Any:
     topics = []
     denied = authz.denied_names(ctx, authz.DESCRIBE, authz.TOPIC, (t.name for t in req.topics))
     for t in req.topics:

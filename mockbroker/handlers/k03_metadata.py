@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import operator
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz, kept_answers
@@ -48,6 +48,13 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import ZERO_UUID, EncodedList
 from mockbroker.state.cluster import Topic
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.metadata_request import MetadataRequest
+    from mockbroker.state.cluster import ClusterState
 
 RESP = api.response_module(3)
 log = logging.getLogger("mockbroker.handlers")
@@ -95,7 +102,7 @@ def _topic(topic: Topic, live: Any, live_key: tuple[int, ...]) -> Any:
     return entry
 
 
-def _all_topics(cluster: Any, entries: list[Any]) -> EncodedList:
+def _all_topics(cluster: ClusterState, entries: list[Any]) -> EncodedList:
     """The topic list of an all-topics answer: the last one's, with its encoding and error codes, when
     it holds the very same entries."""
     last = _LAST_ALL.get(cluster)
@@ -105,7 +112,7 @@ def _all_topics(cluster: Any, entries: list[Any]) -> EncodedList:
     return listed
 
 
-def _with_operations(ctx: Any, entry: Any) -> Any:
+def _with_operations(ctx: RequestContext, entry: Any) -> Any:
     """A copy of a topic's entry with the operations the client may perform on it (v8+)."""
     return RESP.MetadataResponseTopic(
         error_code=entry.error_code, name=entry.name, topic_id=entry.topic_id, is_internal=entry.is_internal,
@@ -116,7 +123,7 @@ def _error_topic(name: str | None, topic_id: bytes, code: int) -> Any:
     return RESP.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
 
 
-def _denied(ctx: Any, name: str, allow_create: bool) -> bool:
+def _denied(ctx: RequestContext, name: str, allow_create: bool) -> bool:
     """With ACLs on: no DESCRIBE on the topic, or it would be auto-created without CREATE (cluster or topic)."""
     if not authz.authorize(ctx, authz.DESCRIBE, authz.TOPIC, name):
         return True
@@ -126,7 +133,7 @@ def _denied(ctx: Any, name: str, allow_create: bool) -> bool:
                 or authz.authorize(ctx, authz.CREATE, authz.TOPIC, name))
 
 
-def _ids_before_v12(ctx: Any, req: Any) -> Any:
+def _ids_before_v12(ctx: RequestContext, req: MetadataRequest) -> Any:
     """v10-11 requests carry topic ids and nullable names, but Kafka takes neither before v12: it fails
     the request with INVALID_REQUEST, answered as MetadataRequest.getErrorResponse does (every topic
     with that error, a null name as "", no brokers); None when the request is fine."""
@@ -143,7 +150,7 @@ def _ids_before_v12(ctx: Any, req: Any) -> Any:
 
 
 @kept_answers.keep(3)
-def ordinary(cluster: Any, version: int, req: Any) -> bool:
+def ordinary(cluster: ClusterState, version: int, req: MetadataRequest) -> bool:
     """Answered without side effects or errors, so its answer may be kept (kept_answers): all topics,
     or topics that all exist, named as this version takes them (by name; by id from v12)."""
     if req.topics is None or (version == 0 and not req.topics):
@@ -158,7 +165,7 @@ def ordinary(cluster: Any, version: int, req: Any) -> bool:
 
 
 @register(3, 0, 13)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: MetadataRequest) -> Any:
     invalid = _ids_before_v12(ctx, req)
     if invalid is not None:
         return invalid
@@ -169,7 +176,7 @@ def handle(ctx: Any, req: Any) -> Any:
     live_key = tuple(live)  # the live brokers are part of every cached partition list's key
     check = authz.enabled(ctx)
     if req.topics is None or (version == 0 and not req.topics):
-        everything = cluster.topics.values()
+        everything: Iterable[Topic] = cluster.topics.values()
         if check:
             everything = authz.authorized(ctx, authz.DESCRIBE, authz.TOPIC, everything, lambda t: t.name, False)
         topics = [_topic(t, live, live_key) for t in everything]
@@ -208,7 +215,7 @@ def handle(ctx: Any, req: Any) -> Any:
     )
 
 
-def _brokers(cluster: Any, listener: str) -> EncodedList:
+def _brokers(cluster: ClusterState, listener: str) -> EncodedList:
     """The live brokers with the host and port of ``listener``, one shared list per distinct answer."""
     key = tuple([(b.node_id, *b.endpoint(listener), b.rack) for b in cluster.brokers.values()])
     found = _BROKERS.get(key)

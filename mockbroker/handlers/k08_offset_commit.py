@@ -12,7 +12,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -20,27 +20,31 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.offset_commit_request import OffsetCommitRequest, OffsetCommitRequestTopic
+
 RESP = api.response_module(8)
 MAX_METADATA = 4096
 
 
-def _topic_name(ctx: Any, t: Any) -> tuple[str | None, int]:
+def _topic_name(ctx: RequestContext, t: OffsetCommitRequestTopic) -> tuple[str, int]:
     try:
         topic = ctx.cluster.topic_by_id(t.topic_id) if ctx.api_version >= 10 else ctx.cluster.topic(t.name)
     except KafkaError as exc:
-        return None, exc.code
+        return "", exc.code
     return topic.name, 0
 
 
-def _auth_name(ctx: Any, t: Any) -> str:
+def _auth_name(ctx: RequestContext, t: OffsetCommitRequestTopic) -> str:
     """The name to authorize: the request's (v0-9), the topic's for a known id (v10), else "" (unknown id)."""
     if ctx.api_version < 10:
-        return t.name  # type: ignore[no-any-return]
+        return t.name
     return _topic_name(ctx, t)[0] or ""
 
 
 @register(8, 0, 10)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
     group_code = not_coordinator(ctx, req.group_id)
     denied: set[str] = set()
     if authz.enabled(ctx):

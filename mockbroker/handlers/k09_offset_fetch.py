@@ -16,7 +16,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -24,10 +24,14 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.offset_fetch_request import OffsetFetchRequest
+
 RESP = api.response_module(9)
 
 
-def _offsets(ctx: Any, group_id: str, topics: list[Any] | None, by_id: bool,
+def _offsets(ctx: RequestContext, group_id: str, topics: list[Any] | None, by_id: bool,
              require_stable: bool) -> dict[str, list[tuple]]:
     groups = ctx.cluster.groups
     out: dict[str, list[tuple]] = {}
@@ -42,8 +46,8 @@ def _offsets(ctx: Any, group_id: str, topics: list[Any] | None, by_id: bool,
     for t in topics:
         name = t.name
         if by_id:
-            topic = ctx.cluster.topics_by_id.get(t.topic_id)
-            name = topic.name if topic else ""
+            known = ctx.cluster.topics_by_id.get(t.topic_id)
+            name = known.name if known else ""
         if check and name and not authz.authorize(ctx, authz.DESCRIBE, authz.TOPIC, name):
             out.setdefault(name, []).extend((p, -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                                             for p in t.partition_indexes)
@@ -55,21 +59,21 @@ def _offsets(ctx: Any, group_id: str, topics: list[Any] | None, by_id: bool,
     return out
 
 
-def _entry(ctx: Any, group_id: str, topic: str, partition: int, offset: int, epoch: int, meta: str | None,
+def _entry(ctx: RequestContext, group_id: str, topic: str, partition: int, offset: int, epoch: int, meta: str | None,
            require_stable: bool) -> tuple:
     if require_stable and ctx.cluster.groups.unstable(group_id, topic, partition):
         return partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT
     return partition, offset, epoch, meta, 0
 
 
-def _group_code(ctx: Any, group_id: str) -> int:
+def _group_code(ctx: RequestContext, group_id: str) -> int:
     if not authz.authorize(ctx, authz.DESCRIBE, authz.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
     return not_coordinator(ctx, group_id)
 
 
 @register(9, 0, 10)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: OffsetFetchRequest) -> Any:
     if ctx.api_version >= 8:
         results = []
         for g in req.groups:

@@ -17,7 +17,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz, kept_answers
@@ -26,10 +26,15 @@ from mockbroker.protocol import api
 from mockbroker.state import internal_topics
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.find_coordinator_request import FindCoordinatorRequest
+    from mockbroker.state.cluster import ClusterState
+
 RESP = api.response_module(10)
 
 
-def _find(ctx: Any, key: str, key_type: int) -> tuple[int, str | None, Any]:
+def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None, Any]:
     if key_type == 0 and not authz.authorize(ctx, authz.DESCRIBE, authz.GROUP, key):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, None
     if key_type == 1 and not authz.authorize(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID, key):
@@ -43,7 +48,7 @@ def _find(ctx: Any, key: str, key_type: int) -> tuple[int, str | None, Any]:
 
 
 @kept_answers.keep(10)
-def ordinary(cluster: Any, version: int, req: Any) -> bool:
+def ordinary(cluster: ClusterState, version: int, req: FindCoordinatorRequest) -> bool:
     """Answered without errors, so its answer may be kept (kept_answers): group or transaction keys,
     no empty group id."""
     key_type = req.key_type if version >= 1 else 0
@@ -52,7 +57,7 @@ def ordinary(cluster: Any, version: int, req: Any) -> bool:
 
 
 @register(10, 0, 6)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> Any:
     key_type = req.key_type if ctx.api_version >= 1 else 0
     if ctx.api_version >= 4:
         coordinators = []

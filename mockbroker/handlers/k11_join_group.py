@@ -23,7 +23,7 @@ INCONSISTENT_GROUP_PROTOCOL.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -32,10 +32,14 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.groups import JoinResult
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.join_group_request import JoinGroupRequest
+
 RESP = api.response_module(11)
 
 
-def _response(ctx: Any, req: Any, result: JoinResult) -> Any:
+def _response(ctx: RequestContext, req: JoinGroupRequest, result: JoinResult) -> Any:
     name = result.protocol_name
     if name is None and ctx.api_version < 7:
         name = ""  # nullable only from v7
@@ -48,7 +52,7 @@ def _response(ctx: Any, req: Any, result: JoinResult) -> Any:
 
 
 @register(11, 0, 9)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: JoinGroupRequest) -> Any:
     code = not_coordinator(ctx, req.group_id)
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
         code = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -69,5 +73,5 @@ def handle(ctx: Any, req: Any) -> Any:
     return _wait(ctx, req, future)
 
 
-async def _wait(ctx: Any, req: Any, future: Any) -> Any:
+async def _wait(ctx: RequestContext, req: JoinGroupRequest, future: Any) -> Any:
     return _response(ctx, req, await future)

@@ -7,7 +7,7 @@ With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -15,11 +15,15 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.heartbeat_request import HeartbeatRequest
+
 RESP = api.response_module(12)
 
 
 @register(12, 0, 4)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: HeartbeatRequest) -> Any:
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
         return RESP.HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     code = not_coordinator(ctx, req.group_id) or ctx.cluster.groups.heartbeat(

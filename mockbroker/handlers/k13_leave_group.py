@@ -7,7 +7,7 @@ With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (top level, che
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -15,11 +15,15 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.leave_group_request import LeaveGroupRequest
+
 RESP = api.response_module(13)
 
 
 @register(13, 0, 5)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: LeaveGroupRequest) -> Any:
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
         return RESP.LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     code = not_coordinator(ctx, req.group_id)

@@ -9,7 +9,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -17,10 +17,14 @@ from mockbroker.handlers.groups_common import not_coordinator, reply_future
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.sync_group_request import SyncGroupRequest
+
 RESP = api.response_module(14)
 
 
-def _response(ctx: Any, req: Any, code: int, assignment: bytes) -> Any:
+def _response(ctx: RequestContext, req: SyncGroupRequest, code: int, assignment: bytes) -> Any:
     group = ctx.cluster.groups.groups.get(req.group_id)
     return RESP.SyncGroupResponse(error_code=code, assignment=assignment,
                                   protocol_type=group.protocol_type if group else None,
@@ -28,7 +32,7 @@ def _response(ctx: Any, req: Any, code: int, assignment: bytes) -> Any:
 
 
 @register(14, 0, 5)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: SyncGroupRequest) -> Any:
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
         return RESP.SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     code = not_coordinator(ctx, req.group_id)
@@ -43,5 +47,5 @@ def handle(ctx: Any, req: Any) -> Any:
     return _wait(ctx, req, future)
 
 
-async def _wait(ctx: Any, req: Any, future: Any) -> Any:
+async def _wait(ctx: RequestContext, req: SyncGroupRequest, future: Any) -> Any:
     return _response(ctx, req, *(await future))

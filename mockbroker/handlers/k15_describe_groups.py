@@ -10,7 +10,7 @@ include_authorized_operations: the group's authorized operations (all supported 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -18,11 +18,15 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_groups_request import DescribeGroupsRequest
+
 RESP = api.response_module(15)
 NO_OPERATIONS = authz.NO_OPERATIONS
 
 
-def _describe(ctx: Any, group_id: str, with_operations: bool) -> Any:
+def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Any:
     if not authz.authorize(ctx, authz.DESCRIBE, authz.GROUP, group_id):
         return RESP.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
                                    group_state="", protocol_type="", protocol_data="", members=[],
@@ -51,6 +55,6 @@ def _describe(ctx: Any, group_id: str, with_operations: bool) -> Any:
 
 
 @register(15, 0, 6)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> Any:
     with_operations = ctx.api_version >= 3 and req.include_authorized_operations
     return RESP.DescribeGroupsResponse(groups=[_describe(ctx, g, with_operations) for g in req.groups])

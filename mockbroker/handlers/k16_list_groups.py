@@ -8,17 +8,21 @@ cluster, else only the groups the principal may DESCRIBE.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.list_groups_request import ListGroupsRequest
+
 RESP = api.response_module(16)
 
 
 @register(16, 0, 5)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ListGroupsRequest) -> Any:
     states = {s.lower() for s in (req.states_filter or [])} if ctx.api_version >= 4 else set()
     types = {t.lower() for t in (req.types_filter or [])} if ctx.api_version >= 5 else set()
     listed = []

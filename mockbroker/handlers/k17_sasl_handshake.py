@@ -16,19 +16,23 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
+from mockbroker.handlers.sasl_common import failed_auth_delay_s
 from mockbroker.protocol import api
-from mockbroker.server.sasl import failed_auth_delay_s
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.sasl_handshake_request import SaslHandshakeRequest
 
 RESP = api.response_module(17)
 log = logging.getLogger("mockbroker.sasl")
 
 
 @register(17, 0, 1)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: SaslHandshakeRequest) -> Any:
     conn = ctx.connection
     sasl = conn.sasl
     if sasl is None:

@@ -26,13 +26,18 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers.registry import api_version_keys, register
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import EncodedList
 from mockbroker.state.features import SUPPORTED
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.api_versions_request import ApiVersionsRequest
+    from mockbroker.state.cluster import ClusterState
 
 RESP = api.response_module(18)
 log = logging.getLogger("mockbroker.handlers")
@@ -62,7 +67,7 @@ def _finalized(levels: dict[str, int]) -> EncodedList:
 
 
 @register(18, 0, 4)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ApiVersionsRequest) -> Any:
     if ctx.api_version >= 3:
         name, version = req.client_software_name, req.client_software_version
         if not (SOFTWARE_NAME_VERSION.fullmatch(name) and SOFTWARE_NAME_VERSION.fullmatch(version)):
@@ -74,7 +79,7 @@ def handle(ctx: Any, req: Any) -> Any:
     return _usual(ctx.cluster, ctx.api_version)
 
 
-def _usual(cluster: Any, version: int) -> Any:
+def _usual(cluster: ClusterState, version: int) -> Any:
     """The answer to a valid request: no error, every API, the cluster's features from v3."""
     response = RESP.ApiVersionsResponse(error_code=0, api_keys=api_version_keys())
     if version >= 3:
@@ -85,7 +90,7 @@ def _usual(cluster: Any, version: int) -> Any:
     return response
 
 
-def usual_answer_body(cluster: Any, version: int) -> bytes:
+def usual_answer_body(cluster: ClusterState, version: int) -> bytes:
     """The encoded body of :func:`_usual`'s answer: what the staging lane writes when it answers a
     valid request itself (native/lanes/api_versions_staging.h), the handler's bytes.  Kept per version and
     features epoch (every change of the levels moves the epoch); the entry holds the features object,

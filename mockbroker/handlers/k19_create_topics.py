@@ -24,13 +24,17 @@ Behavior:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.cluster import MAX_PARTITIONS_PER_REQUEST, Topic
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 
 RESP = api.response_module(19)
 
@@ -40,7 +44,7 @@ def _error(name: str, code: int, message: str | None) -> Any:
                                      num_partitions=-1, replication_factor=-1, configs=None)
 
 
-def _assignment(ctx: Any, t: Any) -> list[list[int]] | None:
+def _assignment(ctx: RequestContext, t: CreatableTopic) -> list[list[int]] | None:
     """The request's manual assignment as replica lists in partition order, checked."""
     if not t.assignments:
         return None
@@ -61,13 +65,13 @@ def _assignment(ctx: Any, t: Any) -> list[list[int]] | None:
     return assignment
 
 
-def _partition_count(ctx: Any, t: Any) -> int:
+def _partition_count(ctx: RequestContext, t: CreatableTopic) -> int:
     if t.assignments:
         return len(t.assignments)
     return ctx.cluster.config["num.partitions"] if t.num_partitions == -1 else max(t.num_partitions, 0)
 
 
-def _configs(ctx: Any, topic: Topic) -> list[Any]:
+def _configs(ctx: RequestContext, topic: Topic) -> list[Any]:
     """What DescribeConfigs would answer for the topic (the same source logic: state.config_admin)."""
     return [
         RESP.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
@@ -76,7 +80,7 @@ def _configs(ctx: Any, topic: Topic) -> list[Any]:
     ]
 
 
-def _create(ctx: Any, t: Any, validate_only: bool) -> Any:
+def _create(ctx: RequestContext, t: CreatableTopic, validate_only: bool) -> Any:
     cluster = ctx.cluster
     configs = {c.name: c.value for c in t.configs}
     try:
@@ -100,7 +104,7 @@ def _create(ctx: Any, t: Any, validate_only: bool) -> Any:
 
 
 @register(19, 0, 7)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: CreateTopicsRequest) -> Any:
     counts = Counter(t.name for t in req.topics)
     unique = [t for t in req.topics if counts[t.name] == 1]
     if sum(_partition_count(ctx, t) for t in unique) > MAX_PARTITIONS_PER_REQUEST:

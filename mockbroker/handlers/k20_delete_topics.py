@@ -16,13 +16,17 @@ Behavior:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import ZERO_UUID
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.delete_topics_request import DeleteTopicsRequest
 
 RESP = api.response_module(20)
 
@@ -31,7 +35,7 @@ def _result(name: str | None, topic_id: bytes, code: int = 0, message: str | Non
     return RESP.DeletableTopicResult(name=name, topic_id=topic_id, error_code=code, error_message=message)
 
 
-def _delete(ctx: Any, name: str | None, topic_id: bytes) -> Any:
+def _delete(ctx: RequestContext, name: str | None, topic_id: bytes) -> Any:
     try:
         by_id = name is None
         if name is None:
@@ -48,7 +52,7 @@ def _delete(ctx: Any, name: str | None, topic_id: bytes) -> Any:
 
 
 @register(20, 0, 6)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> Any:
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:

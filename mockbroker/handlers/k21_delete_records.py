@@ -16,7 +16,7 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -24,11 +24,15 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.log_admin import delete_records
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest
+
 RESP = api.response_module(21)
 log = logging.getLogger("mockbroker.handlers")
 
 
-def _partition(ctx: Any, topic: str, p: Any) -> Any:
+def _partition(ctx: RequestContext, topic: str, p: DeleteRecordsPartition) -> Any:
     try:
         low = delete_records(ctx.cluster, topic, p.partition_index, p.offset, ctx.broker_id)
     except KafkaError as exc:
@@ -38,13 +42,13 @@ def _partition(ctx: Any, topic: str, p: Any) -> Any:
     return RESP.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=low, error_code=0)
 
 
-def _denied(p: Any) -> Any:
+def _denied(p: DeleteRecordsPartition) -> Any:
     return RESP.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
                                              error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 @register(21, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DeleteRecordsRequest) -> Any:
     denied = authz.denied_names(ctx, authz.DELETE, authz.TOPIC, (t.name for t in req.topics))
     return RESP.DeleteRecordsResponse(topics=[
         RESP.DeleteRecordsTopicResult(name=t.name, partitions=[

@@ -18,13 +18,17 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import for_version, not_txn_coordinator
 from mockbroker.protocol import api
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.init_producer_id_request import InitProducerIdRequest
 
 RESP = api.response_module(22)
 
@@ -34,7 +38,7 @@ def _error(code: int) -> Any:
 
 
 @register(22, 0, 5)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: InitProducerIdRequest) -> Any:
     txn_id = req.transactional_id
     if authz.enabled(ctx):
         if txn_id is not None and not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, txn_id):

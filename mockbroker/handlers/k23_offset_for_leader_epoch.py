@@ -14,17 +14,24 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.offset_for_leader_epoch_request import (
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderPartition,
+    )
+
 RESP = api.response_module(23)
 
 
-def _answer(ctx: Any, topic: str, p: Any) -> Any:
+def _answer(ctx: RequestContext, topic: str, p: OffsetForLeaderPartition) -> Any:
     out = RESP.EpochEndOffset(partition=p.partition, error_code=0, leader_epoch=-1, end_offset=-1)
     try:
         log = ctx.cluster.partition(topic, p.partition)
@@ -43,7 +50,7 @@ def _answer(ctx: Any, topic: str, p: Any) -> Any:
 
 
 @register(23, 0, 4)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> Any:
     denied: set[str] = set()
     if authz.enabled(ctx) and not authz.authorize_cluster(ctx, authz.CLUSTER_ACTION, log_denied=False):
         denied = authz.denied_names(ctx, authz.DESCRIBE, authz.TOPIC, (t.topic for t in req.topics))

@@ -18,7 +18,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -26,11 +26,16 @@ from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import for_version, not_txn_coordinator
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.add_partitions_to_txn_request import AddPartitionsToTxnRequest
+
 RESP = api.response_module(24)
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 
 
-def _codes(ctx: Any, txn_id: str, pid: int, epoch: int, topics: list[Any], verify: bool) -> dict[tuple[str, int], int]:
+def _codes(ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: list[Any],
+           verify: bool) -> dict[tuple[str, int], int]:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     if ctx.api_version < 4 and authz.enabled(ctx):
         if not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, txn_id):
@@ -56,7 +61,7 @@ def _codes(ctx: Any, txn_id: str, pid: int, epoch: int, topics: list[Any], verif
     return dict.fromkeys(wanted, code)
 
 
-def _exists(ctx: Any, topic: str, partition: int) -> bool:
+def _exists(ctx: RequestContext, topic: str, partition: int) -> bool:
     t = ctx.cluster.topics.get(topic)
     return t is not None and 0 <= partition < len(t.partitions)
 
@@ -71,7 +76,7 @@ def _topic_results(codes: dict[tuple[str, int], int]) -> list[Any]:
 
 
 @register(24, 0, 5)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> Any:
     if ctx.api_version < 4:
         codes = _codes(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                        req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)

@@ -12,7 +12,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -20,11 +20,15 @@ from mockbroker.handlers.registry import register
 from mockbroker.handlers.txn_common import for_version, not_txn_coordinator
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+
 RESP = api.response_module(25)
 
 
 @register(25, 0, 4)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: AddOffsetsToTxnRequest) -> Any:
     if not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, req.transactional_id):
         return RESP.AddOffsetsToTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):

@@ -17,7 +17,7 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -26,11 +26,15 @@ from mockbroker.protocol import api
 from mockbroker.state.group_offsets import offsets_partitions
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.write_txn_markers_request import WriteTxnMarkersRequest
+
 RESP = api.response_module(27)
 logger = logging.getLogger("mockbroker.handlers")
 
 
-def _write(ctx: Any, marker: Any, topic: str, partition: int) -> int:
+def _write(ctx: RequestContext, marker: Any, topic: str, partition: int) -> int:
     try:
         log = ctx.cluster.leader_partition(topic, partition, ctx.broker_id)
         where = f"{topic}-{partition}"
@@ -52,7 +56,7 @@ def _write(ctx: Any, marker: Any, topic: str, partition: int) -> int:
 
 
 @register(27, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: WriteTxnMarkersRequest) -> Any:
     if authz.enabled(ctx) and not (authz.authorize_cluster(ctx, authz.ALTER, log_denied=False)
                                    or authz.authorize_cluster(ctx, authz.CLUSTER_ACTION)):
         return RESP.WriteTxnMarkersResponse(markers=[RESP.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[

@@ -17,7 +17,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -25,10 +25,14 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.txn_offset_commit_request import TxnOffsetCommitRequest
+
 RESP = api.response_module(28)
 
 
-def _group_code(ctx: Any, req: Any) -> int:
+def _group_code(ctx: RequestContext, req: TxnOffsetCommitRequest) -> int:
     if not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, req.transactional_id):
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
@@ -45,7 +49,7 @@ def _group_code(ctx: Any, req: Any) -> int:
 
 
 @register(28, 0, 5)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Any:
     code = _group_code(ctx, req)
     codes: dict[tuple[str, int], int] = {}
     offsets = []

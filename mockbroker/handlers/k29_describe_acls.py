@@ -14,13 +14,17 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.acls import AclBinding, AclFilter, PatternType
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_acls_request import DescribeAclsRequest
 
 RESP = api.response_module(29)
 
@@ -37,7 +41,7 @@ def resources(acls: list[AclBinding]) -> list[Any]:
 
 
 @register(29, 0, 3)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeAclsRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.DESCRIBE):
         return RESP.DescribeAclsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                          error_message="Cluster authorization failed.")

@@ -15,7 +15,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -23,16 +23,20 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.acls import AclBinding, PatternType
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.create_acls_request import CreateAclsRequest
+
 RESP = api.response_module(30)
 
 
-def _all(req: Any, code: int, message: str) -> Any:
+def _all(req: CreateAclsRequest, code: int, message: str) -> Any:
     return RESP.CreateAclsResponse(results=[RESP.AclCreationResult(error_code=code, error_message=message)
                                             for _ in req.creations])
 
 
 @register(30, 0, 3)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: CreateAclsRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.ALTER):
         return _all(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     if not authz.enabled(ctx):

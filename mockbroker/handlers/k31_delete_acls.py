@@ -13,7 +13,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -21,15 +21,19 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.acls import AclFilter, PatternType
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.delete_acls_request import DeleteAclsRequest
+
 RESP = api.response_module(31)
 
 
-def _all(req: Any, code: int, message: str) -> Any:
+def _all(req: DeleteAclsRequest, code: int, message: str) -> Any:
     return RESP.DeleteAclsResponse(filter_results=[
         RESP.DeleteAclsFilterResult(error_code=code, error_message=message, matching_acls=[]) for _ in req.filters])
 
 
-def _delete(ctx: Any, f: Any) -> Any:
+def _delete(ctx: RequestContext, f: Any) -> Any:
     pattern = f.pattern_type_filter if ctx.api_version >= 1 else PatternType.LITERAL
     flt = AclFilter(f.resource_type_filter, f.resource_name_filter, pattern, f.principal_filter, f.host_filter,
                     f.operation, f.permission_type)
@@ -46,7 +50,7 @@ def _delete(ctx: Any, f: Any) -> Any:
 
 
 @register(31, 0, 3)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DeleteAclsRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.ALTER):
         return _all(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     if not authz.enabled(ctx):

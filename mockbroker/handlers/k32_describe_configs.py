@@ -26,13 +26,17 @@ Behavior (logic in mockbroker.state.config_admin):
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_message, error_name
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
 
 RESP = api.response_module(32)
 logger = logging.getLogger("mockbroker.configs")
@@ -46,7 +50,7 @@ def _entry(e: Any, synonyms: bool) -> Any:
     )
 
 
-def _result(ctx: Any, req: Any, r: Any) -> Any:
+def _result(ctx: RequestContext, req: DescribeConfigsRequest, r: DescribeConfigsResource) -> Any:
     out = RESP.DescribeConfigsResult(error_code=0, error_message=None, resource_type=r.resource_type,
                                      resource_name=r.resource_name, configs=[])
     denied = authz.config_denied(ctx, authz.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
@@ -67,5 +71,5 @@ def _result(ctx: Any, req: Any, r: Any) -> Any:
 
 
 @register(32, 0, 4)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> Any:
     return RESP.DescribeConfigsResponse(results=[_result(ctx, req, r) for r in req.resources])

@@ -24,7 +24,7 @@ Behavior (logic in mockbroker.state.config_admin):
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import KafkaError
 from mockbroker.handlers import authz
@@ -34,11 +34,15 @@ from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_message, error_name
 from mockbroker.state.config_admin import SET, TOPIC, check_request_resource
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.alter_configs_request import AlterConfigsRequest, AlterConfigsResource
+
 RESP = api.response_module(33)
 logger = logging.getLogger("mockbroker.configs")
 
 
-def _alter(ctx: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
+def _alter(ctx: RequestContext, r: AlterConfigsResource, validate_only: bool) -> tuple[int, str | None]:
     try:
         check_request_resource([(c.name, SET, c.value) for c in r.configs])
         configs = {c.name: c.value for c in r.configs}
@@ -60,6 +64,6 @@ def _alter(ctx: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
 
 
 @register(33, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: AlterConfigsRequest) -> Any:
     answers = answer_each_resource(RESP, req, lambda r: _alter(ctx, r, req.validate_only))
     return RESP.AlterConfigsResponse(responses=answers)

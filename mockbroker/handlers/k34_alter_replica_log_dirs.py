@@ -14,18 +14,22 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
+
 RESP = api.response_module(34)
 log = logging.getLogger("mockbroker.handlers")
 
 
-def _move(ctx: Any, path: str, topic: str, index: int) -> int:
+def _move(ctx: RequestContext, path: str, topic: str, index: int) -> int:
     try:
         ctx.cluster.log_dirs.alter(ctx.broker_id, path, topic, index)
     except KafkaError as exc:
@@ -35,7 +39,7 @@ def _move(ctx: Any, path: str, topic: str, index: int) -> int:
 
 
 @register(34, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: AlterReplicaLogDirsRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.ALTER):
         return RESP.AlterReplicaLogDirsResponse(results=[
             RESP.AlterReplicaLogDirTopicResult(topic_name=t.name, partitions=[

@@ -17,21 +17,25 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_log_dirs_request import DescribeLogDirsRequest
+
 RESP = api.response_module(35)
 
 
 @register(35, 0, 5)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeLogDirsRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.DESCRIBE):
         return RESP.DescribeLogDirsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
-    wanted = None
+    wanted: dict[str, set[int]] | None = None
     if req.topics is not None:
         wanted = {}
         for t in req.topics:

@@ -24,12 +24,16 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers.registry import register
+from mockbroker.handlers.sasl_common import SaslFailure, failed_auth_delay_s
 from mockbroker.protocol import api
-from mockbroker.server.sasl import SaslFailure, failed_auth_delay_s
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.sasl_authenticate_request import SaslAuthenticateRequest
 
 RESP = api.response_module(36)
 log = logging.getLogger("mockbroker.sasl")
@@ -37,7 +41,7 @@ AFTER_AUTH = "SaslAuthenticate request received after successful authentication"
 
 
 @register(36, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> Any:
     conn = ctx.connection
     sasl = conn.sasl
     if sasl is None:

@@ -15,13 +15,17 @@ Behavior:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.cluster import MAX_PARTITIONS_PER_REQUEST
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.create_partitions_request import CreatePartitionsRequest, CreatePartitionsTopic
 
 RESP = api.response_module(37)
 
@@ -30,7 +34,7 @@ def _result(name: str, code: int = 0, message: str | None = None) -> Any:
     return RESP.CreatePartitionsTopicResult(name=name, error_code=code, error_message=message)
 
 
-def _grow(ctx: Any, t: Any, validate_only: bool) -> Any:
+def _grow(ctx: RequestContext, t: CreatePartitionsTopic, validate_only: bool) -> Any:
     if not authz.authorize(ctx, authz.ALTER, authz.TOPIC, t.name):
         return _result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed.")
     cluster = ctx.cluster
@@ -45,13 +49,13 @@ def _grow(ctx: Any, t: Any, validate_only: bool) -> Any:
     return _result(t.name)
 
 
-def _new_partitions(ctx: Any, t: Any) -> int:
+def _new_partitions(ctx: RequestContext, t: CreatePartitionsTopic) -> int:
     topic = ctx.cluster.topics.get(t.name)
     return max(t.count - len(topic.partitions), 0) if topic is not None else 0
 
 
 @register(37, 0, 3)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> Any:
     counts = Counter(t.name for t in req.topics)
     if sum(_new_partitions(ctx, t) for t in req.topics if counts[t.name] == 1) > MAX_PARTITIONS_PER_REQUEST:
         message = "Excessively large number of partitions per request."

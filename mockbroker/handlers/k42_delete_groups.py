@@ -7,7 +7,7 @@ without DELETE -> GROUP_AUTHORIZATION_FAILED, listed after the others (as Kafka)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -15,11 +15,15 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.delete_groups_request import DeleteGroupsRequest
+
 RESP = api.response_module(42)
 
 
 @register(42, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> Any:
     allowed = authz.authorized(ctx, authz.DELETE, authz.GROUP, req.groups_names)
     results = [RESP.DeletableGroupResult(group_id=g, error_code=not_coordinator(ctx, g) or ctx.cluster.groups.delete(g))
                for g in allowed]

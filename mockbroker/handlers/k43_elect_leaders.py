@@ -21,7 +21,7 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -29,13 +29,17 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.elections import PREFERRED, UNCLEAN, elect_leaders
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.elect_leaders_request import ElectLeadersRequest
+
 RESP = api.response_module(43)
 log = logging.getLogger("mockbroker.handlers")
 DENIED = "Cluster authorization failed."
 
 
 @register(43, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ElectLeadersRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.ALTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return RESP.ElectLeadersResponse(error_code=code, replica_election_results=[

@@ -27,7 +27,7 @@ Behavior (logic in mockbroker.state.config_admin and state.broker_loggers):
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import KafkaError
 from mockbroker.handlers import authz
@@ -37,11 +37,18 @@ from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_message, error_name
 from mockbroker.state.config_admin import BROKER, check_request_resource
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.incremental_alter_configs_request import (
+        AlterConfigsResource,
+        IncrementalAlterConfigsRequest,
+    )
+
 RESP = api.response_module(44)
 logger = logging.getLogger("mockbroker.configs")
 
 
-def _alter(ctx: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
+def _alter(ctx: RequestContext, r: AlterConfigsResource, validate_only: bool) -> tuple[int, str | None]:
     ops = [(c.name, c.config_operation, c.value) for c in r.configs]
     try:
         check_request_resource(ops)
@@ -63,6 +70,6 @@ def _alter(ctx: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
 
 
 @register(44, 0, 1)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Any:
     answers = answer_each_resource(RESP, req, lambda r: _alter(ctx, r, req.validate_only))
     return RESP.IncrementalAlterConfigsResponse(responses=answers)

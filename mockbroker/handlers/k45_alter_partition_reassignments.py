@@ -19,18 +19,25 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.alter_partition_reassignments_request import (
+        AlterPartitionReassignmentsRequest,
+        ReassignablePartition,
+    )
+
 RESP = api.response_module(45)
 log = logging.getLogger("mockbroker.handlers")
 
 
-def _alter(ctx: Any, topic: str, p: Any, allow_rf_change: bool) -> Any:
+def _alter(ctx: RequestContext, topic: str, p: ReassignablePartition, allow_rf_change: bool) -> Any:
     replicas = None if p.replicas is None else list(p.replicas)
     try:
         ctx.cluster.reassignments.alter(topic, p.partition_index, replicas, allow_rf_change)
@@ -42,7 +49,7 @@ def _alter(ctx: Any, topic: str, p: Any, allow_rf_change: bool) -> Any:
     return RESP.ReassignablePartitionResponse(partition_index=p.partition_index, error_code=0, error_message=None)
 
 
-def _denied(req: Any, allow: bool) -> Any:
+def _denied(req: AlterPartitionReassignmentsRequest, allow: bool) -> Any:
     code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
     return RESP.AlterPartitionReassignmentsResponse(
         allow_replication_factor_change=allow, error_code=code, error_message=message,
@@ -57,7 +64,7 @@ def _denied(req: Any, allow: bool) -> Any:
 
 
 @register(45, 0, 1)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: AlterPartitionReassignmentsRequest) -> Any:
     allow = req.allow_replication_factor_change if ctx.api_version >= 1 else True
     if not authz.authorize_cluster(ctx, authz.ALTER):
         return _denied(req, allow)

@@ -11,18 +11,22 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
+
 RESP = api.response_module(46)
 
 
 @register(46, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ListPartitionReassignmentsRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.DESCRIBE):
         return RESP.ListPartitionReassignmentsResponse(
             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message="Cluster authorization failed.",

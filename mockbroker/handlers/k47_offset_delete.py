@@ -14,7 +14,7 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -22,10 +22,14 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.offset_delete_request import OffsetDeleteRequest
+
 RESP = api.response_module(47)
 
 
-def _partition_code(ctx: Any, name: str, index: int, subscribed: set[str]) -> int:
+def _partition_code(ctx: RequestContext, name: str, index: int, subscribed: set[str]) -> int:
     topic = ctx.cluster.topics.get(name)
     if topic is None or not 0 <= index < len(topic.partitions):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -33,7 +37,7 @@ def _partition_code(ctx: Any, name: str, index: int, subscribed: set[str]) -> in
 
 
 @register(47, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> Any:
     if not authz.authorize(ctx, authz.DELETE, authz.GROUP, req.group_id):
         return RESP.OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
     groups = ctx.cluster.groups
@@ -46,6 +50,7 @@ def handle(ctx: Any, req: Any) -> Any:
     for t in req.topics:
         parts = []
         for p in t.partitions:
+            err: int
             if t.name in denied:
                 err = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:

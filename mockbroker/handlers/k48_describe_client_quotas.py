@@ -18,7 +18,7 @@ Version notes: v1 is the flexible version; the fields are the same.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -26,12 +26,16 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_client_quotas_request import DescribeClientQuotasRequest
+
 RESP = api.response_module(48)
 log = logging.getLogger("mockbroker.quotas")
 
 
 @register(48, 0, 1)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeClientQuotasRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.DESCRIBE_CONFIGS):
         return RESP.DescribeClientQuotasResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                                  error_message=None, entries=None)

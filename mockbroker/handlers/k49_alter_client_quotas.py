@@ -19,7 +19,7 @@ Version notes: v1 is the flexible version; the fields are the same.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -28,14 +28,20 @@ from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
 from mockbroker.state.quotas import describe_entity, entity_key
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.alter_client_quotas_request import AlterClientQuotasRequest
+
 RESP = api.response_module(49)
 log = logging.getLogger("mockbroker.quotas")
 
 
 @register(49, 0, 1)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: AlterClientQuotasRequest) -> Any:
     results: dict[Any, tuple[list[Any], int, str | None]] = {}
     allowed = authz.authorize_cluster(ctx, authz.ALTER_CONFIGS)
+    code: int
+    message: str | None
     for entry in req.entries:
         pairs = [(e.entity_type, e.entity_name) for e in entry.entity]
         key = entity_key(pairs)

@@ -13,18 +13,24 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_user_scram_credentials_request import (
+        DescribeUserScramCredentialsRequest,
+    )
+
 RESP = api.response_module(50)
 
 
 @register(50, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeUserScramCredentialsRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.DESCRIBE):
         return RESP.DescribeUserScramCredentialsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                                          error_message=None, results=[])

@@ -17,7 +17,7 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -25,12 +25,16 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.credentials import Upsertion
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
+
 RESP = api.response_module(51)
 log = logging.getLogger("mockbroker.sasl")
 
 
 @register(51, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: AlterUserScramCredentialsRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.ALTER):
         users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
         return RESP.AlterUserScramCredentialsResponse(results=[

@@ -17,7 +17,7 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -25,12 +25,16 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.features import SAFE_DOWNGRADE, UPGRADE
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.update_features_request import UpdateFeaturesRequest
+
 RESP = api.response_module(57)
 log = logging.getLogger("mockbroker.handlers")
 
 
 @register(57, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: UpdateFeaturesRequest) -> Any:
     if not authz.authorize_cluster(ctx, authz.ALTER):
         return RESP.UpdateFeaturesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                            error_message="Cluster authorization failed.", results=[])

@@ -14,26 +14,30 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_cluster_request import DescribeClusterRequest
+
 RESP = api.response_module(60)
 BROKERS_ENDPOINT = 1
 NO_OPERATIONS = -(2**31)
 
 
-def _operations(ctx: Any) -> int:
+def _operations(ctx: RequestContext) -> int:
     if not authz.authorize_cluster(ctx, authz.DESCRIBE):
         return 0
     return authz.operations(ctx, authz.CLUSTER, authz.CLUSTER_NAME)
 
 
 @register(60, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeClusterRequest) -> Any:
     cluster = ctx.cluster
     if ctx.api_version >= 1 and req.endpoint_type != BROKERS_ENDPOINT:
         return RESP.DescribeClusterResponse(

@@ -9,17 +9,21 @@ topics without READ -> TOPIC_AUTHORIZATION_FAILED (checked first, as Kafka).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_producers_request import DescribeProducersRequest
+
 RESP = api.response_module(61)
 
 
-def _partition(ctx: Any, topic: str, index: int) -> Any:
+def _partition(ctx: RequestContext, topic: str, index: int) -> Any:
     out = RESP.PartitionResponse(partition_index=index, error_code=0, error_message=None, active_producers=[])
     if not authz.authorize(ctx, authz.READ, authz.TOPIC, topic):
         out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -39,7 +43,7 @@ def _partition(ctx: Any, topic: str, index: int) -> Any:
 
 
 @register(61, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeProducersRequest) -> Any:
     return RESP.DescribeProducersResponse(topics=[
         RESP.TopicResponse(name=t.name, partitions=[_partition(ctx, t.name, i) for i in t.partition_indexes])
         for t in req.topics])

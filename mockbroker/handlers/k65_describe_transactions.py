@@ -13,7 +13,7 @@ as Kafka filters every topic).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -23,10 +23,14 @@ from mockbroker.protocol import api
 from mockbroker.state.group_offsets import offsets_partition, offsets_partitions
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_transactions_request import DescribeTransactionsRequest
+
 RESP = api.response_module(65)
 
 
-def _describe(ctx: Any, txn_id: str) -> Any:
+def _describe(ctx: RequestContext, txn_id: str) -> Any:
     out = RESP.TransactionState(error_code=0, transactional_id=txn_id, transaction_state="",
                                 transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
                                 producer_epoch=-1, topics=[])
@@ -54,5 +58,5 @@ def _describe(ctx: Any, txn_id: str) -> Any:
 
 
 @register(65, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> Any:
     return RESP.DescribeTransactionsResponse(transaction_states=[_describe(ctx, t) for t in req.transactional_ids])

@@ -11,7 +11,7 @@ may DESCRIBE.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -20,11 +20,15 @@ from mockbroker.handlers.txn_common import not_txn_coordinator
 from mockbroker.protocol import api
 from mockbroker.state.transactions import STATES
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.list_transactions_request import ListTransactionsRequest
+
 RESP = api.response_module(66)
 
 
 @register(66, 0, 2)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ListTransactionsRequest) -> Any:
     states = set(req.state_filters)
     unknown = sorted(states - set(STATES))
     pattern = None

@@ -18,7 +18,7 @@ Behavior (see mockbroker.state.consumer_groups for the group model):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -26,10 +26,14 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
+
 RESP = api.response_module(68)
 
 
-def _owned(ctx: Any, topic_partitions: list[Any] | None) -> dict[str, set[int]] | None:
+def _owned(ctx: RequestContext, topic_partitions: list[Any] | None) -> dict[str, set[int]] | None:
     if topic_partitions is None:
         return None
     owned: dict[str, set[int]] = {}
@@ -40,7 +44,7 @@ def _owned(ctx: Any, topic_partitions: list[Any] | None) -> dict[str, set[int]] 
     return owned
 
 
-def _assignment(ctx: Any, parts: dict[str, set[int]]) -> Any:
+def _assignment(ctx: RequestContext, parts: dict[str, set[int]]) -> Any:
     topics = ctx.cluster.topics
     return RESP.Assignment(topic_partitions=[
         RESP.TopicPartitions(topic_id=topics[name].topic_id, partitions=sorted(p))
@@ -48,7 +52,7 @@ def _assignment(ctx: Any, parts: dict[str, set[int]]) -> Any:
 
 
 @register(68, 0, 1)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Any:
     interval = ctx.cluster.group_config_value(req.group_id, "consumer.heartbeat.interval.ms")
     code = not_coordinator(ctx, req.group_id)
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):

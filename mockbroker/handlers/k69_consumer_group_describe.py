@@ -10,7 +10,7 @@ group's authorized operations (all supported ones when ACLs are off), else -2147
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
@@ -18,18 +18,22 @@ from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.consumer_group_describe_request import ConsumerGroupDescribeRequest
+
 RESP = api.response_module(69)
 NO_OPERATIONS = authz.NO_OPERATIONS
 
 
-def _assignment(ctx: Any, parts: dict[str, set[int]]) -> Any:
+def _assignment(ctx: RequestContext, parts: dict[str, set[int]]) -> Any:
     topics = ctx.cluster.topics
     return RESP.Assignment(topic_partitions=[
         RESP.TopicPartitions(topic_id=topics[name].topic_id, topic_name=name, partitions=sorted(p))
         for name, p in sorted(parts.items()) if name in topics])
 
 
-def _describe(ctx: Any, group_id: str, with_operations: bool) -> Any:
+def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Any:
     out = RESP.DescribedGroup(group_id=group_id, group_state="", group_epoch=-1, assignment_epoch=-1,
                               assignor_name="", members=[], authorized_operations=NO_OPERATIONS)
     if not authz.authorize(ctx, authz.DESCRIBE, authz.GROUP, group_id):
@@ -44,6 +48,7 @@ def _describe(ctx: Any, group_id: str, with_operations: bool) -> Any:
     if code:
         out.error_code = code
         return out
+    assert group is not None and group.consumer is not None  # (else GROUP_ID_NOT_FOUND above)
     state = group.consumer
     out.authorized_operations = authz.operations_if(ctx, with_operations, authz.GROUP, group_id)
     out.group_state, out.group_epoch = state.state_name(), state.group_epoch
@@ -59,6 +64,6 @@ def _describe(ctx: Any, group_id: str, with_operations: bool) -> Any:
 
 
 @register(69, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Any:
     return RESP.ConsumerGroupDescribeResponse(groups=[_describe(ctx, g, req.include_authorized_operations)
                                                       for g in req.group_ids])

@@ -16,17 +16,21 @@ Behavior (logic in mockbroker.state.client_metrics, as Kafka's ClientMetricsMana
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import KafkaError
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.client_metrics import ACCEPTED_COMPRESSION
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.get_telemetry_subscriptions_request import GetTelemetrySubscriptionsRequest
+
 RESP = api.response_module(71)
 
 
-def selectors(ctx: Any) -> dict[str, str]:
+def selectors(ctx: RequestContext) -> dict[str, str]:
     """What a CLIENT_METRICS match pattern may test, for the client on this connection."""
     name, _, version = (ctx.connection.client_software or "").partition("/")
     address, _, port = ctx.connection.peer.rpartition(":")
@@ -35,7 +39,7 @@ def selectors(ctx: Any) -> dict[str, str]:
 
 
 @register(71, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: GetTelemetrySubscriptionsRequest) -> Any:
     metrics = ctx.cluster.config_admin.client_metrics
     try:
         inst = metrics.get_subscriptions(req.client_instance_id, selectors(ctx), ctx.cluster.clock.now_ms())

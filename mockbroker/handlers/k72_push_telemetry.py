@@ -17,7 +17,7 @@ Behavior (checks in mockbroker.state.client_metrics, in Kafka's ClientMetricsMan
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.codec_errors import DecompressionError, UnsupportedCompressionError
 from mockbroker.errors import ErrorCode, KafkaError
@@ -27,6 +27,10 @@ from mockbroker.protocol.errors import error_name
 from mockbroker.records.compression import decompress
 from mockbroker.state.client_metrics import uuid_text
 from mockbroker.telemetry.otlp import OTLPError, decode_metrics_data
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.push_telemetry_request import PushTelemetryRequest
 
 RESP = api.response_module(72)
 logger = logging.getLogger("mockbroker.telemetry")
@@ -42,7 +46,7 @@ def _latest(metrics: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @register(72, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: PushTelemetryRequest) -> Any:
     cluster = ctx.cluster
     metrics = cluster.config_admin.client_metrics
     max_bytes = cluster.config["telemetry.max.bytes"]

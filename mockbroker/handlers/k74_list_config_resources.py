@@ -11,19 +11,23 @@ Behavior:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.list_config_resources_request import ListConfigResourcesRequest
+
 RESP = api.response_module(74)
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SUPPORTED = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 
 
-def _names(ctx: Any, kind: int) -> list[str]:
+def _names(ctx: RequestContext, kind: int) -> list[str]:
     cluster = ctx.cluster
     if kind == TOPIC:
         return sorted(cluster.topics)
@@ -37,7 +41,7 @@ def _names(ctx: Any, kind: int) -> list[str]:
 
 
 @register(74, 0, 1)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: ListConfigResourcesRequest) -> Any:
     if authz.enabled(ctx) and not authz.authorize_cluster(ctx, authz.DESCRIBE_CONFIGS):
         return RESP.ListConfigResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     kinds = [CLIENT_METRICS] if ctx.api_version == 0 else list(dict.fromkeys(req.resource_types or SUPPORTED))

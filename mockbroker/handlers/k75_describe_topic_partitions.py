@@ -22,7 +22,7 @@ Behavior:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -30,6 +30,10 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import ZERO_UUID
 from mockbroker.state.cluster import Topic, validate_topic_name
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.describe_topic_partitions_request import DescribeTopicPartitionsRequest
 
 RESP = api.response_module(75)
 log = logging.getLogger("mockbroker.handlers")
@@ -60,7 +64,7 @@ def _missing(name: str, code: int | None = None) -> Any:
                                                      is_internal=False, partitions=[])
 
 
-def _refuse(req: Any, message: str) -> Any:
+def _refuse(req: DescribeTopicPartitionsRequest, message: str) -> Any:
     log.info("DescribeTopicPartitions refused: %s", message)
     return RESP.DescribeTopicPartitionsResponse(topics=[
         RESP.DescribeTopicPartitionsResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=t.name,
@@ -70,7 +74,7 @@ def _refuse(req: Any, message: str) -> Any:
 
 
 @register(75, 0, 0)
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Any:
     cluster = ctx.cluster
     cursor = req.cursor
     cursor_topic = cursor.topic_name if cursor is not None else ""

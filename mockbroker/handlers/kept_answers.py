@@ -14,21 +14,29 @@ and the broker config's generation stay what they were when it was made.
 and runs the handler as dispatch would, but only for a request its API's ``ordinary`` check (registered
 with :func:`keep`) accepts: one answered without side effects or errors (Metadata: every named topic
 exists, so nothing is auto-created).  Anything else is left to dispatch (None).  The lane itself runs
-only while nothing else must see the request: no fault rules, quotas, ACLs, network partition or SASL
-(produce_lane_staging.h, scene_load).
+only while nothing else must see the request: borrow() answers kept answers (and ApiVersions) under the
+broker and connection state of the produce lane, produce_lane.usual_for (no fault rules, quotas, ACLs,
+network partition, SASL or drop hook; C reads the same declaration: native/lanes/lane_usual.h), and
+neither has broker-state conditions of its own; what else makes such a request usual is its bytes
+(kept_answers.h, api_versions_staging.h) and its API's ``ordinary`` check here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.codec_errors import CodecError
 from mockbroker.faults.facts import journal_about, response_error_codes
+from mockbroker.handlers.context import RequestContext
 from mockbroker.handlers.registry import HANDLERS, handler_for
 from mockbroker.protocol import api
-from mockbroker.server import warm_up
 from mockbroker.state.answer_epoch import BROKERS, EPOCH, AnswerEpoch
+
+if TYPE_CHECKING:
+    from mockbroker.server.broker import BrokerServer
+    from mockbroker.server.connection import Connection
+    from mockbroker.state.cluster import ClusterState
 
 # what the lane looks up, with the count its answers depend on: Metadata, FindCoordinator (each handler
 # module registers its check with keep)
@@ -50,14 +58,13 @@ def keep(api_key: int) -> Callable[[Callable[[Any, int, Any], bool]], Callable[[
     return register
 
 
-def answer(broker: Any, conn: Any, api_key: int, version: int, correlation_id: int, client_id: str | None,
-           body: bytes) -> tuple[Any, ...] | None:
+def answer(broker: BrokerServer, conn: Connection, api_key: int, version: int, correlation_id: int,
+           client_id: str | None, body: bytes) -> tuple[Any, ...] | None:
     """The entry for a request the lane has no current one for: (its API's count, config generation, the answer
     frame with correlation id 0, the journal's about, the error codes), kept in the cluster's
     ``kept_answers`` when nothing changed while it was made; None leaves the request to dispatch (and
-    an entry without a frame, kept, tells the lane to leave equal requests there too while current)."""
-    if warm_up.pending:  # as dispatch does: the process's first request answered in Python starts it
-        warm_up.start()
+    an entry without a frame, kept, tells the lane to leave equal requests there too while current).
+    The lane calls it through mockbroker.server.dispatch, which starts the process's warm-up first."""
     cluster = broker.cluster
     counter = KEPT_APIS[api_key]
     epoch, generation = counter.value, cluster.config.generation
@@ -66,8 +73,6 @@ def answer(broker: Any, conn: Any, api_key: int, version: int, correlation_id: i
     if request is None:  # dispatch's, and so are equal requests until something changes
         _keep(cluster, key, (epoch, generation, None, None, None))
         return None
-    from mockbroker.server.dispatch import RequestContext  # loaded by then (it loads this module's user)
-
     ctx = RequestContext(broker, conn, api_key, version, correlation_id, client_id, cluster, broker.node_id)
     result = HANDLERS[api_key].fn(ctx, request)
     frame = api.to_bytes(api.encode_response(api_key, version, 0, result))
@@ -78,7 +83,7 @@ def answer(broker: Any, conn: Any, api_key: int, version: int, correlation_id: i
     return entry
 
 
-def _ordinary(cluster: Any, api_key: int, version: int, body: bytes) -> Any:
+def _ordinary(cluster: ClusterState, api_key: int, version: int, body: bytes) -> Any:
     """The decoded request when its API's check calls it ordinary, else None (a version the handler does
     not take, a body that does not decode or has bytes after it: dispatch says so)."""
     handler = HANDLERS.get(api_key) or handler_for(api_key)  # the handler module registers its check
@@ -93,7 +98,7 @@ def _ordinary(cluster: Any, api_key: int, version: int, body: bytes) -> Any:
     return request if end == len(body) and check(cluster, version, request) else None
 
 
-def _keep(cluster: Any, key: tuple[Any, ...], entry: tuple[Any, ...]) -> None:
+def _keep(cluster: ClusterState, key: tuple[Any, ...], entry: tuple[Any, ...]) -> None:
     kept = cluster.kept_answers
     if len(kept) >= KEPT_ENTRIES:
         kept.clear()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from mockbroker.handlers.index import HANDLER_INDEX
 from mockbroker.plain import FrozenSlotted
@@ -33,6 +33,10 @@ class Encoded:
 
 class Handler(FrozenSlotted):
     __slots__ = ("api_key", "fn", "max_version", "min_version")
+    api_key: int
+    fn: Callable[..., Any]
+    max_version: int
+    min_version: int
 
     def __init__(self, api_key: int, min_version: int, max_version: int, fn: Callable[..., Any]) -> None:
         object.__setattr__(self, "api_key", api_key)
@@ -45,16 +49,20 @@ HANDLERS: dict[int, Handler] = {}
 # api key -> serve(broker, connection, frame, version, correlation_id): the encoded answer (or a Pending
 # one) of the usual request of that key, taken whole before the generated reader and the handler
 # (k01_fetch.serve: Fetch from frame to answer in C), or None and dispatch's usual way runs.  A
-# handler module registers its lane when it loads; dispatch offers it only off SASL listeners.
+# handler module registers its lane when it loads; dispatch offers it every such frame, and the lane's
+# usual_for decides whether it may take one now (SASL, fault rules, quotas, ...: handlers/lane_state.py).
 LANES: dict[int, Callable[..., Any]] = {}
 
 
-def register(api_key: int, min_version: int, max_version: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+HandlerFn = TypeVar("HandlerFn", bound=Callable[..., Any])
+
+
+def register(api_key: int, min_version: int, max_version: int) -> Callable[[HandlerFn], HandlerFn]:
     lo, hi = api.version_range(api_key)
     if not lo <= min_version <= max_version <= hi:
         raise ValueError(f"api {api_key}: v{min_version}-{max_version} is outside the codec's {lo}-{hi}")
 
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(fn: HandlerFn) -> HandlerFn:
         HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn)
         return fn
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mockbroker.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
 
-def not_txn_coordinator(ctx: Any, transactional_id: str) -> int:
+
+def not_txn_coordinator(ctx: RequestContext, transactional_id: str) -> int:
     """NOT_COORDINATOR unless this broker coordinates ``transactional_id`` (0 when it does)."""
     return 0 if ctx.cluster.coordinator_for(transactional_id).node_id == ctx.broker_id else ErrorCode.NOT_COORDINATOR
 

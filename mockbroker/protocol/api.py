@@ -21,7 +21,7 @@ from mockbroker.plain import Slotted
 from mockbroker.protocol.generated import APIS, OTHERS
 from mockbroker.protocol.runtime import EncodeError, Struct, assemble
 
-__all__ = ["assemble"]
+__all__ = ["APIS", "assemble"]
 
 API_VERSIONS_KEY = 18
 _HEADER_PREFIX = struct.Struct(">hhi")
@@ -103,7 +103,7 @@ class Request(Slotted):
     __slots__ = ("api_key", "api_version", "body", "client_id", "correlation_id", "header_tags", "trailing_bytes")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Struct,
-                 header_tags: list | None = None, trailing_bytes: int = 0) -> None:
+                 header_tags: list[Any] | None = None, trailing_bytes: int = 0) -> None:
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
@@ -120,12 +120,12 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     return _HEADER_PREFIX.unpack_from(frame, 0)
 
 
-def decode_message(mod: ModuleType, version: int, buf: memoryview, pos: int = 0) -> tuple[Struct, int]:
+def decode_message(mod: ModuleType, version: int, buf: memoryview, pos: int = 0) -> tuple[Any, int]:
     reader = mod.READERS.get(version)
     if reader is None:
         raise UnsupportedVersionError(f"{mod.NAME} has no version {version}", pos)
     try:
-        return reader(buf, pos)
+        return reader(buf, pos)  # type: ignore[no-any-return]  # the generated readers are unannotated
     except CodecError as exc:
         exc.add_context(f"{mod.NAME} v{version}")
         raise
@@ -191,7 +191,7 @@ def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tu
     return header.correlation_id, body
 
 
-def encode_message(mod: ModuleType, version: int, obj: Struct, out: bytearray, holes: list) -> None:
+def encode_message(mod: ModuleType, version: int, obj: Struct, out: bytearray, holes: list[Any]) -> None:
     writer = mod.WRITERS.get(version)
     if writer is None:
         raise EncodeError(f"{mod.NAME} has no version {version}")
@@ -203,7 +203,7 @@ def encode_message(mod: ModuleType, version: int, obj: Struct, out: bytearray, h
         raise EncodeError(f"{mod.NAME} v{version}: {type(exc).__name__}: {exc}") from exc
 
 
-def _framed(out: bytearray, holes: list) -> list[Any]:
+def _framed(out: bytearray, holes: list[Any]) -> list[Any]:
     if not holes:  # the usual answer: one buffer
         _SIZE.pack_into(out, 0, len(out) - 4)
         return [out]
@@ -217,7 +217,7 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Struc
     out = bytearray(_SIZE_CORR.pack(0, correlation_id))
     if response_header_version(api_key, version) == 1:
         out.append(0)  # no tagged fields in the response header
-    holes: list = []
+    holes: list[Any] = []
     if api_key == 0:
         fast = (_fast_produce or _produce_codec()).encode_response  # None: not built
         done = fast is not None and fast(body, version, out) is not None  # its None: not the usual answer
@@ -263,7 +263,7 @@ def encode_request(
         out += raw
     if is_flexible(api_key, version):
         out.append(0)
-    holes: list = []
+    holes: list[Any] = []
     encode_message(request_module(api_key), version, body, out, holes)
     return _framed(out, holes)
 

@@ -1,12 +1,10 @@
-"""Kafka error codes (from the generated ``error_table``) as an IntEnum, with lookups."""
+"""Kafka error codes (the generated ``error_table``: ``ErrorCode`` and ``ERRORS``), with lookups."""
 
 from __future__ import annotations
 
-from enum import IntEnum
+from mockbroker.protocol.error_table import ERRORS, ErrorCode
 
-from mockbroker.protocol.error_table import ERRORS
-
-ErrorCode = IntEnum("ErrorCode", {name: code for code, (name, _r, _m) in ERRORS.items()})  # type: ignore[misc]
+__all__ = ["ERRORS", "ErrorCode", "error_message", "error_name", "is_retriable"]
 
 
 def error_name(code: int) -> str:

@@ -16,14 +16,18 @@ generated reader runs.
 states, incremental])`` answers a usual Fetch, with or without a session, straight from the partition
 logs, frame and all (fetch_from_logs.h; (None, bytes) while fewer than min_bytes are there; None: the
 handler's Python path answers).
+``lane`` (fetch_lane.h) is the Fetch lane's C: it decides only what the request's bytes and its
+partitions' state say (v4+, no session, every partition known, led here, its offset in range); the
+broker and connection state that keeps requests from the lane is decided before it is called, by
+handlers/k01_fetch.usual_for (its declaration is the one place to add such a condition).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
+from mockbroker import native
 from mockbroker.protocol import api
 from mockbroker.protocol.generated import fetch_request as _req
 from mockbroker.protocol.generated import fetch_response as _resp
@@ -38,25 +42,22 @@ _setup_wait: Callable[[type, Callable[..., None]], None] | None = None
 # the usual Fetch from its frame (fetch_lane.h), for handlers/k01_fetch.serve; None when not built
 lane: Callable[..., tuple[Any, ...] | None] | None = None
 
-if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
-    try:
-        from mockbroker.native import _fastfetch
-    except ImportError:  # built without a C compiler: the generated codec does everything
-        pass
-    else:
-        _fastfetch.setup(_resp.FetchResponse, _resp.FetchableTopicResponse, _resp.PartitionData,
-                         _resp.AbortedTransaction, _resp.EpochEndOffset, _resp.LeaderIdAndEpoch, _resp.SnapshotId,
-                         HOLE_THRESHOLD)
-        encode = _fastfetch.encode_response
-        api.set_response_encoder(1, encode)
-        _fastfetch.setup_request(_req.FetchRequest, _req.ReplicaState, _req.FetchTopic, _req.FetchPartition,
-                                 _req.ForgottenTopic, ZERO_UUID)
-        decode = _fastfetch.decode_request
-        api.set_request_decoder(1, decode)
-        answer_from_logs = _fastfetch.answer_from_logs
-        _setup_wanted = _fastfetch.setup_wanted
-        _setup_wait = _fastfetch.setup_wait
-        lane = _fastfetch.fetch_lane
+# None (the generated codec does everything): not built, MOCKBROKER_PURE_PYTHON set, or an untested Python
+_fastfetch = native.load("_fastfetch")
+if _fastfetch is not None:
+    _fastfetch.setup(_resp.FetchResponse, _resp.FetchableTopicResponse, _resp.PartitionData,
+                     _resp.AbortedTransaction, _resp.EpochEndOffset, _resp.LeaderIdAndEpoch, _resp.SnapshotId,
+                     HOLE_THRESHOLD)
+    encode = _fastfetch.encode_response
+    api.set_response_encoder(1, encode)
+    _fastfetch.setup_request(_req.FetchRequest, _req.ReplicaState, _req.FetchTopic, _req.FetchPartition,
+                             _req.ForgottenTopic, ZERO_UUID)
+    decode = _fastfetch.decode_request
+    api.set_request_decoder(1, decode)
+    answer_from_logs = _fastfetch.answer_from_logs
+    _setup_wanted = _fastfetch.setup_wanted
+    _setup_wait = _fastfetch.setup_wait
+    lane = _fastfetch.fetch_lane
 
 
 def wanted_reader(wanted: type) -> Callable[[list[Any], dict[Any, Any], int, bool], list[Any] | None] | None:
@@ -66,7 +67,7 @@ def wanted_reader(wanted: type) -> Callable[[list[Any], dict[Any, Any], int, boo
     if _setup_wanted is None:
         return None
     _setup_wanted(wanted)
-    return _fastfetch.wanted_from_request  # type: ignore[no-any-return]
+    return _fastfetch.wanted_from_request  # type: ignore[union-attr, no-any-return]  # loaded whenever _setup_wanted is
 
 
 def waiter(encoded: type, fallback: Callable[..., None]) -> Callable[..., None] | None:
@@ -77,4 +78,4 @@ def waiter(encoded: type, fallback: Callable[..., None]) -> Callable[..., None] 
     if _setup_wait is None:
         return None
     _setup_wait(encoded, fallback)
-    return _fastfetch.park  # type: ignore[no-any-return]
+    return _fastfetch.park  # type: ignore[union-attr, no-any-return]  # loaded whenever _setup_wait is

@@ -11,10 +11,10 @@ problem, so errors never come from C.  Both are None here when the extension was
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
+from mockbroker import native
 from mockbroker.protocol.generated import produce_request as _req
 from mockbroker.protocol.generated import produce_response as _resp
 from mockbroker.protocol.runtime import ZERO_UUID
@@ -24,14 +24,10 @@ __all__ = ["decode_request", "encode_response"]
 decode_request: Callable[[memoryview, int, int], tuple[Any, int] | None] | None = None
 encode_response: Callable[[Any, int, bytearray], bool | None] | None = None
 
-if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
-    try:
-        from mockbroker.native import _fastproduce
-    except ImportError:  # built without a C compiler: the generated codec does everything
-        pass
-    else:
-        _fastproduce.setup(_req.ProduceRequest, _req.TopicProduceData, _req.PartitionProduceData,
-                           _resp.ProduceResponse, _resp.TopicProduceResponse, _resp.PartitionProduceResponse,
-                           _resp.LeaderIdAndEpoch, ZERO_UUID)
-        decode_request = _fastproduce.decode_request
-        encode_response = _fastproduce.encode_response
+_fastproduce = native.load("_fastproduce")  # None (the generated codec does everything): not built, or pure Python
+if _fastproduce is not None:
+    _fastproduce.setup(_req.ProduceRequest, _req.TopicProduceData, _req.PartitionProduceData,
+                       _resp.ProduceResponse, _resp.TopicProduceResponse, _resp.PartitionProduceResponse,
+                       _resp.LeaderIdAndEpoch, ZERO_UUID)
+    decode_request = _fastproduce.decode_request
+    encode_response = _fastproduce.encode_response

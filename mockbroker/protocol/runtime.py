@@ -88,7 +88,7 @@ class FieldSpec:
 class Struct:
     """Base of every generated struct: slots, equality over all fields, a readable repr."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = ()
 
     def __eq__(self, other: object) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from mockbroker.codec_errors import (
     CorruptRecordError,
@@ -164,7 +165,7 @@ class BatchHeader(Slotted):
 
 #: What :func:`build_batch` accepts per record: a :class:`Record`, or a tuple
 #: ``(key, value)``, ``(key, value, headers)`` or ``(key, value, headers, timestamp)``.
-RecordInput = Record | tuple
+RecordInput = Record | tuple[Any, ...]
 
 
 def _view(buf: Buffer) -> memoryview:
@@ -283,6 +284,7 @@ def build_batch(
     body = bytearray()
     max_delta: int | None = None
     last_delta = -1
+    headers: Iterable[tuple[str | bytes, Buffer | None]]
     for index, item in enumerate(items):
         if isinstance(item, Record):
             offset_delta, ts_delta = item.offset_delta, item.timestamp_delta

@@ -130,9 +130,9 @@ def compress(codec: int, data: Buffer, *, level: int | None = None, xerial: bool
         return _xerial_compress(data)
     if codec == LZ4:
         kwargs = {} if level is None else {"compression_level": level}
-        return lz4_frame.compress(bytes(data), block_linked=False, **kwargs)
+        return lz4_frame.compress(bytes(data), block_linked=False, **kwargs)  # type: ignore[no-any-return]  # lz4: untyped
     if codec == ZSTD:
-        return zstandard.ZstdCompressor(level=3 if level is None else level).compress(bytes(data))
+        return zstandard.ZstdCompressor(level=3 if level is None else level).compress(bytes(data))  # type: ignore[no-any-return]  # untyped
     raise _unsupported(codec, -1)
 
 

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from mockbroker import native
+
 EXTENSION = "crc32c._crc32c"
 
 
@@ -27,7 +29,8 @@ def _load_extension() -> Any:
             path = os.path.join(folder, "_crc32c" + suffix)
             if os.path.exists(path):
                 loader = importlib.machinery.ExtensionFileLoader(EXTENSION, path)
-                module = importlib.util.module_from_spec(importlib.util.spec_from_loader(EXTENSION, loader))
+                # a spec from a loader is never None
+                module = importlib.util.module_from_spec(importlib.util.spec_from_loader(EXTENSION, loader))  # type: ignore[arg-type]
                 loader.exec_module(module)
                 sys.modules[EXTENSION] = module  # a later `import crc32c` reuses it
                 return module
@@ -37,14 +40,11 @@ def _load_extension() -> Any:
 def _folding_crc32c() -> Callable[[Any], int] | None:
     """mockbroker's own ``_speedups.crc32c`` where this CPU folds long buffers by carry-less
     multiplication (AVX-512 and VPCLMULQDQ: about twice the package's speed on long batches), else None."""
-    if os.environ.get("MOCKBROKER_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from mockbroker.native import _speedups
-    except ImportError:  # built without a C compiler
+    _speedups = native.load("_speedups")  # None: built without a C compiler, or MOCKBROKER_PURE_PYTHON set
+    if _speedups is None:
         return None
     folds = getattr(_speedups, "crc32c_folds", None)
-    return _speedups.crc32c if folds is not None and folds() else None  # type: ignore[no-any-return]
+    return _speedups.crc32c if folds is not None and folds() else None
 
 
 def load_crc32c() -> Callable[[Any], int]:
@@ -60,5 +60,5 @@ def load_crc32c() -> Callable[[Any], int]:
         except (ImportError, OSError, ValueError):
             module = None
     if module is None or not hasattr(module, "crc32c"):
-        import crc32c as module  # type: ignore[no-redef]
-    return module.crc32c  # type: ignore[no-any-return]
+        import crc32c as module
+    return module.crc32c  # type: ignore[union-attr, no-any-return]  # the import above binds module where it was None

@@ -25,6 +25,7 @@ import struct
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from mockbroker.codec_errors import (
     CorruptRecordError,
@@ -88,7 +89,7 @@ class LegacyMessage:
 
 #: What :func:`build_message_set` accepts per message: a :class:`LegacyMessage` or a tuple
 #: ``(key, value)``, ``(key, value, timestamp)`` or ``(key, value, timestamp, offset)``.
-LegacyMessageInput = LegacyMessage | tuple
+LegacyMessageInput = LegacyMessage | tuple[Any, ...]
 
 
 def legacy_codec_allowed(codec: int, magic: int) -> bool:
@@ -254,7 +255,7 @@ def _encode_message(
     out += body
 
 
-def _normalize(messages: Iterable[LegacyMessageInput], base_offset: int) -> list[tuple]:
+def _normalize(messages: Iterable[LegacyMessageInput], base_offset: int) -> list[tuple[Any, ...]]:
     items = []
     for index, item in enumerate(messages):
         if isinstance(item, LegacyMessage):
@@ -300,7 +301,7 @@ def build_message_set(
         attributes = ATTR_LOG_APPEND_TIME if log_append else 0
         for key, value, timestamp, offset in items:
             stamp = log_append_time if log_append else timestamp
-            _encode_message(out, offset, magic, attributes, stamp, key, value)
+            _encode_message(out, offset, magic, attributes, stamp, key, value)  # type: ignore[arg-type]  # log_append: log_append_time is not None
         return bytes(out)
     inner = bytearray()
     first = items[0][3]
@@ -309,5 +310,5 @@ def build_message_set(
     payload = compress(compression, inner, level=compression_level, xerial=compression == SNAPPY)
     attributes = compression | (ATTR_LOG_APPEND_TIME if log_append else 0)
     stamp = log_append_time if log_append else max(item[2] for item in items)
-    _encode_message(out, items[-1][3], magic, attributes, stamp, None, payload)
+    _encode_message(out, items[-1][3], magic, attributes, stamp, None, payload)  # type: ignore[arg-type]  # log_append: log_append_time is not None
     return bytes(out)

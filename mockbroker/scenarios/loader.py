@@ -16,7 +16,16 @@ import jsonschema
 import yaml
 
 from mockbroker.scenarios import shipped
-from mockbroker.scenarios.validate import STEP_KINDS, ClusterCheck, config_text, nearest, step_shape
+from mockbroker.scenarios.validate import (
+    STEP_KINDS,
+    Add,
+    ClusterCheck,
+    Unit,
+    Where,
+    config_text,
+    nearest,
+    step_shape,
+)
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 DEFAULT_TIMEOUT_S = 120.0
@@ -86,7 +95,7 @@ def parse_duration(value: float | int | str) -> float:
     return number / 1000 if unit == "ms" else number * 60 if unit == "m" else number
 
 
-def _line_of(root: yaml.Node | None, path: list[Any]) -> int:
+def _line_of(root: yaml.Node | None, path: Where) -> int:
     """1-based line of the YAML node at ``path`` (or of its closest existing parent)."""
     node = root
     line = node.start_mark.line + 1 if node is not None else 1
@@ -106,14 +115,14 @@ def _line_of(root: yaml.Node | None, path: list[Any]) -> int:
     return line
 
 
-def _where(path: list[Any]) -> str:
+def _where(path: Where) -> str:
     out = ""
     for key in path:
         out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
     return out or "(top)"
 
 
-def _unit(path: list[Any]) -> tuple[Any, ...]:
+def _unit(path: Where) -> Unit:
     """The part of the file a schema error belongs to: one step, expectation or declared topic, else
     the top-level field (each part reports its most relevant error)."""
     if len(path) > 1 and path[0] in ("steps", "expect"):
@@ -148,7 +157,7 @@ def load_text(text: str, path: Path | None = None) -> Scenario:
         raise ScenarioError(f"{label}:1: a scenario is a mapping with at least name and steps")
     problems: list[tuple[int, str]] = []
 
-    def add(where: list[Any], message: str) -> None:
+    def add(where: Where, message: str) -> None:
         problems.append((_line_of(root, where), f"{label}:{_line_of(root, where)}: {_where(where)}: {message}"))
 
     bad = _shape(data, add)
@@ -160,14 +169,15 @@ def load_text(text: str, path: Path | None = None) -> Scenario:
     return _build(data, path)
 
 
-def _shape(data: dict[str, Any], add: Any) -> set[tuple[Any, ...]]:
+def _shape(data: dict[str, Any], add: Any) -> set[Unit]:
     """Step fields and kinds, then the JSON schema: each part's problems; returns the parts that have one."""
-    bad: set[tuple[Any, ...]] = set()
+    bad: set[Unit] = set()
     step_fields = list(schema()["$defs"]["step"]["properties"])
-    for i, raw in enumerate(data.get("steps") if isinstance(data.get("steps"), list) else []):
+    steps = data.get("steps")
+    for i, raw in enumerate(steps if isinstance(steps, list) else []):
         if isinstance(raw, dict) and not step_shape(raw, ["steps", i], add, step_fields):
             bad.add(("steps", i))
-    by_unit: dict[tuple[Any, ...], list[jsonschema.ValidationError]] = {}
+    by_unit: dict[Unit, list[jsonschema.ValidationError]] = {}
     for error in jsonschema.Draft202012Validator(schema()).iter_errors(data):
         by_unit.setdefault(_unit(list(error.absolute_path)), []).append(error)
     for unit, errors in by_unit.items():
@@ -179,12 +189,12 @@ def _shape(data: dict[str, Any], add: Any) -> set[tuple[Any, ...]]:
     return bad
 
 
-def _meaning(data: dict[str, Any], add: Any, bad: set[tuple[Any, ...]]) -> None:
+def _meaning(data: dict[str, Any], add: Add, bad: set[Unit]) -> None:
     """Triggers, fault names, and everything checked against the declared cluster (``validate``)."""
     cluster = ClusterCheck(data, add, bad)
     faults: set[str] = set()
     for i, raw in enumerate(data["steps"]):
-        where = ["steps", i]
+        where: Where = ["steps", i]
         if ("steps", i) in bad:
             if isinstance(raw, dict) and isinstance(raw.get("fault"), dict) and raw["fault"].get("name"):
                 faults.add(str(raw["fault"]["name"]))  # no second complaint from steps naming it

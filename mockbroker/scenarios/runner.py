@@ -173,7 +173,8 @@ class ScenarioRun:
         assert self._timeline is not None
         stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
         try:
-            await asyncio.wait([self._timeline, *([stopped] if stopped else [])], return_when=asyncio.FIRST_COMPLETED)
+            waited: list[asyncio.Future[Any]] = [self._timeline, *([stopped] if stopped else [])]
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
             if not self._timeline.done():
                 raise _Interrupted
             if self.failed is not None:

@@ -32,7 +32,9 @@ FAULT_FIELDS = sorted({"api", "version", "broker", "topic", "partition", "group"
 COUNTED = ("records", "committed", "aborted", "abort_markers", "commit_markers", "duplicate_values",
            "fault_hits", "requests")
 
-Add = Callable[[list[Any], str], None]
+Where = list[str | int]  # a place in the scenario file: the keys and list indexes down to it
+Unit = tuple[str | int, ...]  # a part of the file that reports one problem (see loader._unit)
+Add = Callable[[Where, str], None]
 
 
 def nearest(word: str, known: Iterable[str]) -> str:
@@ -45,7 +47,7 @@ def _reason(exc: Exception) -> str:
     return exc.message or str(exc) if isinstance(exc, KafkaError) else str(exc)
 
 
-def step_shape(raw: dict[str, Any], where: list[Any], add: Add, step_fields: Iterable[str]) -> bool:
+def step_shape(raw: dict[str, Any], where: Where, add: Add, step_fields: Iterable[str]) -> bool:
     """Unknown step fields (with the nearest name) and the step's kind; False when the step is unusable."""
     ok = True
     for key in raw:
@@ -65,9 +67,10 @@ def step_shape(raw: dict[str, Any], where: list[Any], add: Add, step_fields: Ite
 class ClusterCheck:
     """What the scenario's cluster has, and the checks against it, step by step in timeline order."""
 
-    def __init__(self, data: dict[str, Any], add: Add, bad: set[tuple[Any, ...]]) -> None:
+    def __init__(self, data: dict[str, Any], add: Add, bad: set[Unit]) -> None:
         self.add = add
-        cluster = data.get("cluster") if isinstance(data.get("cluster"), dict) else {}
+        given = data.get("cluster")
+        cluster: dict[str, Any] = given if isinstance(given, dict) else {}
         brokers = cluster.get("brokers", 1)
         self.brokers = list(range(brokers if isinstance(brokers, int) and brokers >= 1 else 1))
         self.declared_brokers = len(self.brokers)
@@ -80,7 +83,7 @@ class ClusterCheck:
             if ("cluster", "topics", i) not in bad and isinstance(topic, dict):
                 self._topic(topic, ["cluster", "topics", i])
 
-    def _broker_config(self, config: Any, bad: set[tuple[Any, ...]]) -> BrokerConfig:
+    def _broker_config(self, config: Any, bad: set[Unit]) -> BrokerConfig:
         good: dict[str, str] = {}
         if isinstance(config, dict) and ("cluster",) not in bad:
             for key, value in config.items():
@@ -107,7 +110,7 @@ class ClusterCheck:
                         if k in config), None)
             self.add(["cluster", "config", *([key] if key else [])], _reason(exc))
 
-    def _topic(self, topic: dict[str, Any], where: list[Any]) -> None:
+    def _topic(self, topic: dict[str, Any], where: Where) -> None:
         name = topic["name"]
         try:
             validate_topic_name(name)
@@ -127,7 +130,7 @@ class ClusterCheck:
         self.topics[name] = topic.get("partitions") or self.broker_config["num.partitions"]
 
     # -- names a step uses --------------------------------------------------------------------------------
-    def broker(self, node: Any, where: list[Any]) -> None:
+    def broker(self, node: Any, where: Where) -> None:
         if isinstance(node, int) and not isinstance(node, bool) and node not in self.brokers:
             have = f"0-{self.brokers[-1]}" if len(self.brokers) > 1 else str(self.brokers[0])
             added = len(self.brokers) - self.declared_brokers
@@ -135,7 +138,7 @@ class ClusterCheck:
                             f"(cluster.brokers: {self.declared_brokers}"
                             + (f", and {added} added by earlier steps)" if added else ")"))
 
-    def topic(self, name: Any, where: list[Any], partition: Any = None) -> None:
+    def topic(self, name: Any, where: Where, partition: Any = None) -> None:
         if not isinstance(name, str):
             return
         if name not in self.topics:
@@ -145,7 +148,7 @@ class ClusterCheck:
             self.add([*where[:-1], "partition"], f"topic {name!r} has partitions 0-{self.topics[name] - 1}, "
                                                  f"not {partition}")
 
-    def matcher(self, spec: dict[str, Any], where: list[Any]) -> None:
+    def matcher(self, spec: dict[str, Any], where: Where) -> None:
         """The broker and topic names of a fault rule or request trigger."""
         for single, plural in (("broker", "brokers"), ("topic", "topics")):
             values = ([spec[single]] if single in spec else []) + list(spec.get(plural) or [])
@@ -157,7 +160,7 @@ class ClusterCheck:
                     self.topic(value, [*where, key])
 
     # -- a step -----------------------------------------------------------------------------------------
-    def action(self, raw: dict[str, Any], where: list[Any]) -> None:
+    def action(self, raw: dict[str, Any], where: Where) -> None:
         action = raw["action"]
         needs = ACTIONS.get(action, [])
         missing = [n for n in needs if n not in raw]
@@ -180,7 +183,7 @@ class ClusterCheck:
         if "topic" in raw and action in ("produce", "move_leader"):
             self.topic(raw["topic"], [*where, "topic"], raw.get("partition"))
 
-    def fault(self, spec: dict[str, Any], where: list[Any], what: str = "fault") -> bool:
+    def fault(self, spec: dict[str, Any], where: Where, what: str = "fault") -> bool:
         unknown = [k for k in spec if k not in FAULT_FIELDS]
         for key in unknown:
             self.add([*where, key], f"unknown {what} field {key!r}{nearest(str(key), FAULT_FIELDS)}")
@@ -194,7 +197,7 @@ class ClusterCheck:
         self.matcher(spec, where)
         return True
 
-    def trigger(self, when: dict[str, Any], where: list[Any], faults: set[str]) -> None:
+    def trigger(self, when: dict[str, Any], where: Where, faults: set[str]) -> None:
         if "records" in when:
             self.topic(when["records"].get("topic"), [*where, "records", "topic"])
         if "fault_hits" in when and when["fault_hits"]["fault"] not in faults:
@@ -205,7 +208,7 @@ class ClusterCheck:
             matcher = {k: v for k, v in when["request"].items() if k != "count"}
             self.fault({**matcher, "action": "observe"}, [*where, "request"], "request matcher")
 
-    def expectation(self, expectation: dict[str, Any], where: list[Any], faults: set[str]) -> None:
+    def expectation(self, expectation: dict[str, Any], where: Where, faults: set[str]) -> None:
         (kind, spec), = expectation.items()
         if isinstance(spec, dict) and "topic" in spec:
             self.topic(spec["topic"], [*where, kind, "topic"])

@@ -22,7 +22,7 @@ from mockbroker.server.listen import bound_socket
 from mockbroker.server.listeners import ListenerSpec, broker_port
 
 if TYPE_CHECKING:
-    from mockbroker.server.pending import Pending
+    from mockbroker.handlers.pending import Pending
     from mockbroker.server.security import Security
     from mockbroker.state.cluster import ClusterState
     from mockbroker.state.fetch_sessions import FetchSessionCache

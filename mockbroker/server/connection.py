@@ -39,9 +39,11 @@ import socket
 import struct
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
-from mockbroker.server.pending import Pending
+from mockbroker import native
+from mockbroker.errors import CloseConnection  # raised by dispatch, handlers and fault rules
+from mockbroker.handlers.pending import Pending
 
 log = logging.getLogger("mockbroker.server")
 
@@ -72,16 +74,38 @@ STAGING_BYTES = 256 * 1024  # one per broker: small frames land here and are cop
 LARGE_FRAME = 32 * 1024  # a frame above this gets a buffer of its own, read into without copies
 
 # dispatch(connection, frame) -> buffers to send, None (no response), or an awaitable of either
-Dispatch = Callable[["Connection", memoryview], "list[Any] | Awaitable[list[Any] | None] | None"]
+_Conn = TypeVar("_Conn")
+Dispatch = Callable[[_Conn, memoryview], "list[Any] | Awaitable[list[Any] | None] | None"]
 
 
-class CloseConnection(Exception):
-    """Raised by dispatch when Kafka would close the connection; the message is logged."""
-
-
+NO_FIELDS: tuple[str, ...] = ()  # the __slots__ of a mixin (see ConnectionMethods)
 # the reading state: members of the C Reader, slots of PyReader; connection.py reads and writes them alike
 READ_FIELDS = ("_busy", "_filled", "_frame", "_frame_view", "_left", "_paused_reading", "_poison", "_queue",
                "_staging", "borrow", "closed", "last_active")
+
+
+class ReadingState(Protocol):
+    """What the reading twins (_reading.c's Reader, PyReader) use of their connection: READ_FIELDS, the
+    frame borrow() refused, and the ConnectionMethods they call."""
+
+    _busy: bool
+    _filled: int
+    _frame: bytearray | mmap.mmap | None
+    _frame_view: memoryview
+    _left: bytes
+    _paused_reading: bool
+    _poison: str | None
+    _queue: list[memoryview]
+    _staging: memoryview
+    borrow: Callable[..., int] | None
+    closed: bool
+    last_active: float
+    lane_declined: memoryview | None
+
+    def _failed_inside(self, exc: Exception) -> None: ...
+    def _split_staging(self, pos: int, end: int) -> None: ...
+    def _pause_reading(self) -> None: ...
+    def _process(self) -> None: ...
 
 
 class PyReader(asyncio.BufferedProtocol):
@@ -89,8 +113,21 @@ class PyReader(asyncio.BufferedProtocol):
     they call, _split_staging, _failed_inside, _pause_reading and _process, are ConnectionMethods')."""
 
     __slots__ = READ_FIELDS
+    # the slots' types, as ReadingState declares them
+    _busy: bool
+    _filled: int
+    _frame: bytearray | mmap.mmap | None
+    _frame_view: memoryview
+    _left: bytes
+    _paused_reading: bool
+    _poison: str | None
+    _queue: list[memoryview]
+    _staging: memoryview
+    borrow: Callable[..., int] | None
+    closed: bool
+    last_active: float
 
-    def get_buffer(self, sizehint: int) -> memoryview:
+    def get_buffer(self: ReadingState, sizehint: int) -> memoryview:
         if self._frame is not None:  # the socket writes straight into the large frame's own buffer
             return self._frame_view[self._filled:]
         left = self._left
@@ -98,7 +135,7 @@ class PyReader(asyncio.BufferedProtocol):
             self._staging[: len(left)] = left
         return self._staging[len(left):]
 
-    def buffer_updated(self, nbytes: int) -> None:
+    def buffer_updated(self: ReadingState, nbytes: int) -> None:
         if self.closed or self._poison is not None:
             return
         self.last_active = time.monotonic()
@@ -106,7 +143,7 @@ class PyReader(asyncio.BufferedProtocol):
             self._filled += nbytes
             if self._filled < len(self._frame):
                 return
-            frame = self._frame_view  # the queue (or the lane) holds the frame from here
+            frame: memoryview | None = self._frame_view  # the queue (or the lane) holds the frame from here
             self._frame, self._frame_view = None, _NO_FRAME
             if self.borrow is not None and not self._queue and not self._busy:
                 try:
@@ -178,24 +215,22 @@ def _huge_pages_pay(balloons: str = "/sys/bus/virtio/drivers/virtio_balloon") ->
 
 
 _Reader: type = PyReader
-if os.environ.get("MOCKBROKER_PURE_PYTHON", "") in ("", "0"):
-    try:
-        from mockbroker.native import _reading
-    except ImportError:  # not built (a source checkout without a compiler): the Python twin reads
-        pass
-    else:
-        _reading.set_limits(MAX_QUEUED_FRAMES, _NO_FRAME, LARGE_FRAME)
-        _Reader = _reading.Reader
-        _new_frame = _reading.frame_buffer
-        if not _huge_pages_pay():
-            _reading.use_arenas(0)
+_reading = native.load("_reading")  # None: not built, MOCKBROKER_PURE_PYTHON, or an untested Python
+if _reading is not None:
+    _reading.set_limits(MAX_QUEUED_FRAMES, _NO_FRAME, LARGE_FRAME)
+    _Reader = _reading.Reader
+    _new_frame = _reading.frame_buffer
+    if not _huge_pages_pay():
+        _reading.use_arenas(0)
 
 
 class ConnectionMethods:
     """Everything a connection does but get_buffer/buffer_updated: framing what the lane leaves, the
     request loop, writing, closing.  Mixed into Connection (C reading) and PureConnection."""
 
-    __slots__ = ()
+    # no storage of its own: a name, not a literal (), so that type checkers take the declarations below
+    # (not an empty __slots__) as its fields
+    __slots__ = NO_FIELDS
     # declared for readers and type checkers; the storage is READ_FIELDS + OWN_FIELDS
     _busy: bool
     _filled: int
@@ -209,8 +244,8 @@ class ConnectionMethods:
     closed: bool
     last_active: float
 
-    def __init__(self, broker_id: int, dispatch: Dispatch, max_request_bytes: int, staging: memoryview,
-                 on_close: Callable[[Connection], None] | None = None,
+    def __init__(self, broker_id: int, dispatch: Dispatch[Self], max_request_bytes: int, staging: memoryview,
+                 on_close: Callable[[Self], None] | None = None,
                  on_task: Callable[[asyncio.Future[Any] | Pending], None] | None = None,
                  listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT") -> None:
         self.broker_id = broker_id
@@ -255,7 +290,7 @@ class ConnectionMethods:
 
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # (a stream transport: the listeners are TCP)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         if self.send_buffer_bytes > 0:
@@ -269,7 +304,7 @@ class ConnectionMethods:
         else:
             self.socket_fd = _plain_socket_fd(transport)
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def connection_lost(self: Self, exc: Exception | None) -> None:
         partial = None if self.closed else self.partial_request()
         if partial is not None:  # the client went away in the middle of a request frame
             log.info("broker %s: %s disconnected with a partial request frame (%d of %s bytes received)",
@@ -336,7 +371,7 @@ class ConnectionMethods:
         self._left = bytes(view[pos:end]) if pos < end else b""
 
     # -- request loop -----------------------------------------------------------------------
-    def _process(self) -> None:
+    def _process(self: Self) -> None:
         while self._queue and not self.closed:
             frame = self._queue.pop(0)
             try:

@@ -26,20 +26,18 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import ErrorCode, KafkaError
-from mockbroker.faults import inject
-from mockbroker.faults.facts import journal_about, request_facts, response_error_codes
+from mockbroker.faults.facts import journal_about, request_facts
 from mockbroker.handlers import produce_lane
-from mockbroker.handlers.registry import HANDLERS, LANES, NO_RESPONSE, Encoded, api_version_keys, handler_for
-from mockbroker.plain import Slotted
+from mockbroker.handlers.context import RequestContext, encoded_answer, journal_answer
+from mockbroker.handlers.pending import Pending
+from mockbroker.handlers.registry import HANDLERS, LANES, api_version_keys, handler_for
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import Struct
-from mockbroker.server import throttle, warm_up
-from mockbroker.server.connection import CloseConnection, Connection
-from mockbroker.server.pending import Pending
+from mockbroker.server import fault_injection, throttle, warm_up
+from mockbroker.server.connection import LARGE_FRAME, CloseConnection, Connection, _new_frame
 
 if TYPE_CHECKING:
     from mockbroker.server.broker import BrokerServer
-    from mockbroker.state.cluster import ClusterState
 
 log = logging.getLogger("mockbroker.server")
 _SIZE = struct.Struct(">i")
@@ -74,38 +72,18 @@ CLOCK_FREE = frozenset((
 ))
 
 
-class RequestContext(Slotted):
-    """What a handler knows about the request besides its body."""
+def _kept_answer(*args: Any) -> tuple[Any, ...] | None:
+    """kept_answers.answer for the produce lane's C, which calls it for a request with no current kept
+    answer: the process's first request answered in Python starts the warm-up first, as in dispatch."""
+    if warm_up.pending:
+        warm_up.start()
+    return kept_answers.answer(*args)
 
-    __slots__ = (
-        "api_key",
-        "api_version",
-        "broker",
-        "broker_id",
-        "client_id",
-        "cluster",
-        "connection",
-        "correlation_id",
-        "throttle_ms",
-    )
 
-    def __init__(self, broker: BrokerServer, connection: Connection, api_key: int, api_version: int,
-                 correlation_id: int, client_id: str | None, cluster: ClusterState, broker_id: int,
-                 throttle_ms: int = 0) -> None:
-        self.broker = broker
-        self.connection = connection
-        self.api_key = api_key
-        self.api_version = api_version
-        self.correlation_id = correlation_id
-        self.client_id = client_id
-        self.cluster = cluster  # the broker's cluster state when the request came in (plain fields: read often)
-        self.broker_id = broker_id
-        self.throttle_ms = throttle_ms  # what quotas or fault rules throttled this request by (the journal shows it)
+if _LANE:  # what the serving path hands the lane once: the kept answers' maker, the large frames' allocator
+    from mockbroker.handlers import kept_answers
 
-    @property
-    def principal(self) -> str:
-        """The connection's principal ("User:name"; "User:ANONYMOUS" before or without SASL)."""
-        return self.connection.principal
+    produce_lane.wire(_kept_answer, _new_frame, LARGE_FRAME)
 
 
 def _unsupported_api_versions(correlation_id: int) -> list[Any]:
@@ -119,7 +97,7 @@ def _unsupported_api_versions(correlation_id: int) -> list[Any]:
 
 def _raw_sasl_token(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any]:
     """The v0 SASL flow: a bare token in, a bare length-prefixed token out (Kafka closes on failure)."""
-    from mockbroker.server.sasl import SaslFailure  # loaded on SASL listeners only (hashlib, hmac, secrets)
+    from mockbroker.handlers.sasl_common import SaslFailure
 
     try:
         answer, done = conn.sasl.authenticate(bytes(frame), broker.cluster.clock.now_ms())
@@ -132,7 +110,9 @@ def _raw_sasl_token(broker: BrokerServer, conn: Connection, frame: memoryview) -
     return [_SIZE.pack(len(answer)), answer]
 
 
-def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any] | Awaitable[Any] | None:
+def dispatch(  # noqa: C901 -- every request: the lanes, the header, faults, quotas and journal inline, one frame deep
+    broker: BrokerServer, conn: Connection, frame: memoryview
+) -> list[Any] | Awaitable[Any] | None:
     if warm_up.pending:  # the process's first request: load the usual requests' modules after its answer
         warm_up.start()
     sasl = conn.sasl
@@ -143,17 +123,18 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
     except CodecError as exc:
         raise CloseConnection(f"unreadable request header: {exc}") from None
     api_key, version, correlation_id = prefix
-    if api_key == 0 and _LANE and sasl is None:  # the usual Produce (v3-12), frame to answer in C
+    # the lanes: each decides in its usual_for whether it may take a request now (SASL, faults, quotas, ...)
+    if api_key == 0 and _LANE:  # the usual Produce (v3-12), frame to answer in C
         if frame is conn.lane_declined:  # the lane refused it already (Connection.borrow)
             conn.lane_declined = None
         else:
             answer = produce_lane.serve(broker, conn, frame, version, correlation_id)
             if answer is not None:
                 return answer  # else nothing changed: the usual path below
-    elif api_key in LANES and sasl is None:  # the usual Fetch, frame to answer (k01_fetch.serve)
+    elif api_key in LANES:  # the usual Fetch, frame to answer (k01_fetch.serve)
         answer = LANES[api_key](broker, conn, frame, version, correlation_id)
         if answer is not None:
-            return answer  # type: ignore[no-any-return]
+            return answer
     handler = HANDLERS.get(api_key) or handler_for(api_key)
     if handler is None:
         raise CloseConnection(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
@@ -211,10 +192,10 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         if quotas_on:  # client quotas: measure the request and throttle it (mockbroker.server.throttle)
             handle, quota_finish = throttle.with_quotas(ctx, len(frame), lambda b: _call(ctx, handler.fn, b), finish)
             if fired:
-                return inject.run(ctx, request.body, fired, facts, handle, quota_finish)  # type: ignore[arg-type]
+                return fault_injection.run(ctx, request.body, fired, facts, handle, quota_finish)
             return _answer(ctx, handle(request.body), quota_finish)
         if fired:
-            return inject.run(ctx, request.body, fired, facts, lambda b: _call(ctx, handler.fn, b), finish)  # type: ignore[arg-type]
+            return fault_injection.run(ctx, request.body, fired, facts, lambda b: _call(ctx, handler.fn, b), finish)
         return _answer(ctx, _call(ctx, handler.fn, request.body), finish)
     except CloseConnection:
         if entry is not None:
@@ -243,19 +224,6 @@ def _journaled(ctx: RequestContext, fn: Any, request: Any, name: str) -> list[An
     return journal_answer(ctx, entry, started, body)
 
 
-def journal_answer(ctx: RequestContext, entry: Any, started: float, body: Any) -> list[Any] | None:
-    """Finish a request's journal entry; its encoded answer (None: no response)."""
-    latency_ms = (time.perf_counter() - started) * 1000
-    if type(body) is Encoded:  # (no error codes)
-        ctx.cluster.journal.finish(entry, latency_ms, "answered", (), ctx.throttle_ms)
-        return body.frame
-    if body is NO_RESPONSE:
-        ctx.cluster.journal.finish(entry, latency_ms, "no response", (), ctx.throttle_ms)
-        return None
-    ctx.cluster.journal.finish(entry, latency_ms, "answered", response_error_codes(ctx.api_key, body), ctx.throttle_ms)
-    return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
-
-
 def _call(ctx: RequestContext, fn: Any, body: Any) -> Any:
     try:
         return fn(ctx, body)
@@ -279,15 +247,6 @@ def _answer(ctx: RequestContext, body: Any, finish: Any) -> list[Any] | Awaitabl
     return encoded_answer(ctx, body)
 
 
-def encoded_answer(ctx: RequestContext, body: Any) -> list[Any] | None:
-    """A handler's answer body as the frame's buffers (None: the request gets no response)."""
-    if type(body) is Encoded:
-        return body.frame
-    if body is NO_RESPONSE:
-        return None
-    return api.encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
-
-
 async def _finish(ctx: RequestContext, pending: Awaitable[Any], finish: Any) -> list[Any] | None:
     try:
         body = await pending
@@ -296,8 +255,8 @@ async def _finish(ctx: RequestContext, pending: Awaitable[Any], finish: Any) -> 
     if finish is not None:
         result = finish(body)
         if inspect.isawaitable(result):  # a throttled answer (client quotas)
-            return await result  # type: ignore[no-any-return]
-        return result  # type: ignore[no-any-return]
+            return await result
+        return result
     return encoded_answer(ctx, body)
 
 

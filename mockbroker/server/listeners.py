@@ -28,6 +28,10 @@ class ListenerSpec(FrozenSlotted):
     """One listener of every broker: its name, security protocol and listen address."""
 
     __slots__ = ("host", "name", "port", "protocol")
+    host: str
+    name: str
+    port: int
+    protocol: str
 
     def __init__(self, name: str, protocol: str, host: str, port: int) -> None:
         object.__setattr__(self, "name", name)

@@ -35,9 +35,12 @@ import base64
 import binascii
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.plain import Slotted
+
+if TYPE_CHECKING:
+    from mockbroker.server.security import Settings
 
 MECHANISM = "OAUTHBEARER"
 INVALID_FIRST_MESSAGE = ("Authentication failed during authentication due to invalid credentials with SASL "
@@ -83,7 +86,7 @@ class ValidatorOptions(Slotted):
         self.skew_ms = skew_ms
 
     @classmethod
-    def from_config(cls, config: Any, listener: str = "") -> ValidatorOptions:
+    def from_config(cls, config: Settings, listener: str = "") -> ValidatorOptions:
         """From ``listener.name.<listener>.oauthbearer.sasl.jaas.config``'s options, else the mock keys."""
         jaas = jaas_options(config.get(f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config"))
         values = {}
@@ -232,7 +235,7 @@ class OAuthBearerServer:
         self.reason = ""  # why the last token was refused (for the broker's log)
 
     def step(self, message: bytes) -> tuple[bool, bytes]:
-        from mockbroker.server.sasl import SaslFailure
+        from mockbroker.handlers.sasl_common import SaslFailure
 
         if message == b"\x01" and self.error is not None:
             raise SaslFailure(self.error)

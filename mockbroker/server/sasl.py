@@ -33,9 +33,11 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers.sasl_common import SaslFailure
 from mockbroker.state.credentials import SCRAM_BY_NAME, SCRAM_MECHANISMS
 
 if TYPE_CHECKING:
+    from mockbroker.server.security import Settings
     from mockbroker.state.credentials import CredentialStore, ScramCredential
 
 log = logging.getLogger("mockbroker.sasl")
@@ -46,18 +48,9 @@ DEFAULT_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"  # the mock's sasl.enab
 HANDSHAKE_APIS = (17, 18)  # SaslHandshake, ApiVersions; after the handshake only SaslAuthenticate (36)
 
 
-class SaslFailure(Exception):
-    """Authentication failed; the message is what Kafka puts in the SaslAuthenticate response."""
-
-
-def enabled_mechanisms(config: Any) -> list[str]:
+def enabled_mechanisms(config: Settings) -> list[str]:
     text = str(config.get("sasl.enabled.mechanisms", DEFAULT_MECHANISMS))
     return [m.strip().upper() for m in text.split(",") if m.strip()]
-
-
-def failed_auth_delay_s(config: Any) -> float:
-    """Kafka's connection.failed.authentication.delay.ms: how long a refused connection stays open."""
-    return int(config.get("connection.failed.authentication.delay.ms", 100)) / 1000
 
 
 class PlainServer:
@@ -164,7 +157,7 @@ class ScramServer:
 
 
 def _scram_fields(text: str) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if sep and len(key) == 1:
@@ -179,7 +172,7 @@ class SaslSession:
                  "mechanism", "principal", "raw_tokens", "reauth_ms", "reauthenticating", "reauthentications",
                  "server", "state")
 
-    def __init__(self, credentials: CredentialStore, enabled: list[str], reauth_ms: int, config: Any = None,
+    def __init__(self, credentials: CredentialStore, enabled: list[str], reauth_ms: int, config: Settings | None = None,
                  listener: str = "") -> None:
         self.credentials = credentials
         self.config = config  # the broker config (OAUTHBEARER's validator options), None in unit tests

@@ -19,10 +19,15 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.plain import Slotted
 from mockbroker.server.listeners import WILDCARDS, ListenerSpec, broker_port, parse_advertised, parse_listeners
+
+if TYPE_CHECKING:
+    from mockbroker.state.config import BrokerConfig
+
+    Settings = Mapping[str, Any] | BrokerConfig  # Kafka's settings by name: a dict, or a broker's config
 
 CLIENT_AUTH = ("none", "requested", "required")
 # the listener-prefixed settings the mock reads (listener.name.<listener>.<suffix>)
@@ -51,7 +56,7 @@ class Security(Slotted):
         return self.contexts.get(spec.name, self.ssl_context)
 
     @classmethod
-    def from_options(cls, config: Mapping[str, Any], host: str, port: int, *,
+    def from_options(cls, config: Settings, host: str, port: int, *,
                      ssl_context: ssl.SSLContext | None = None, ssl_certfile: str | None = None,
                      ssl_keyfile: str | None = None, ssl_cafile: str | None = None,
                      ssl_client_auth: str | None = None, ssl_password: str | None = None) -> Security:
@@ -100,7 +105,7 @@ class Security(Slotted):
         return out
 
 
-def listener_client_auth(config: Mapping[str, Any], spec: ListenerSpec, broker_wide: str) -> str:
+def listener_client_auth(config: Settings, spec: ListenerSpec, broker_wide: str) -> str:
     """KIP-684: ``listener.name.<listener>.ssl.client.auth`` when set; else the broker-wide
     ``ssl.client.auth`` on SSL listeners and ``none`` on SASL_SSL ones."""
     key = f"listener.name.{spec.name.lower()}.ssl.client.auth"
@@ -113,10 +118,10 @@ def listener_client_auth(config: Mapping[str, Any], spec: ListenerSpec, broker_w
     return mode
 
 
-def check_listener_keys(config: Mapping[str, Any], listeners: list[ListenerSpec]) -> None:
+def check_listener_keys(config: Settings, listeners: list[ListenerSpec]) -> None:
     """A ``listener.name.<listener>.<setting>`` key must name a listener; a setting close to one the
     mock reads (a typo) is refused naming it.  Other Kafka per-listener settings pass, unread."""
-    given = config.values if isinstance(getattr(config, "values", None), dict) else config  # a BrokerConfig or dict
+    given = config if isinstance(config, Mapping) else config.values  # a dict, or a BrokerConfig's values
     keys = [k for k in given if isinstance(k, str) and k.startswith("listener.name.")]
     if not keys:
         return

@@ -19,11 +19,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.handlers.registry import NO_RESPONSE
 from mockbroker.protocol import api
 from mockbroker.state.quotas import FETCH, PRODUCE, REQUEST, user_name
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
 
 log = logging.getLogger("mockbroker.quotas")
 
@@ -42,7 +45,7 @@ def client_side(api_key: int, version: int) -> bool:
     return version >= CLIENT_THROTTLING_FROM.get(api_key, 0)
 
 
-async def throttled(ctx: Any, buffers: list[Any] | None, throttle_ms: float) -> list[Any] | None:
+async def throttled(ctx: RequestContext, buffers: list[Any] | None, throttle_ms: float) -> list[Any] | None:
     """Deliver ``buffers`` throttled: at once then mute (KIP-219 versions), or held back."""
     if buffers and client_side(ctx.api_key, ctx.api_version):
         ctx.connection.write(buffers)  # answer now, then mute the connection for the throttle time
@@ -51,7 +54,7 @@ async def throttled(ctx: Any, buffers: list[Any] | None, throttle_ms: float) -> 
     return buffers
 
 
-def with_quotas(ctx: Any, request_size: int, handle: Callable[[Any], Any],
+def with_quotas(ctx: RequestContext, request_size: int, handle: Callable[[Any], Any],
                 finish: Callable[[Any], list[Any] | None]) -> tuple[Callable[[Any], Any], Finish]:
     """The handler and finish step of one request, measured against the connection's quotas."""
     quotas = ctx.cluster.quotas
@@ -103,7 +106,7 @@ def fetch_response_size(version: int, body: Any) -> int:
     return framed - 4 - (1 if api.response_header_version(1, version) == 1 else 0)  # size + correlation id, tags
 
 
-def _empty_fetch(ctx: Any, body: Any) -> Any:
+def _empty_fetch(ctx: RequestContext, body: Any) -> Any:
     """Kafka's answer to a throttled fetch: no partitions.  A new session is not kept (the answer says
     no session, as Kafka's does); an incremental one resends every partition's state next time."""
     sessions = getattr(ctx.broker, "fetch_sessions", None)

@@ -22,6 +22,7 @@ import importlib
 import logging
 import os
 from collections.abc import Callable
+from functools import partial
 
 from mockbroker.handlers.registry import handler_for
 from mockbroker.protocol import api
@@ -48,9 +49,8 @@ def steps() -> list[Callable[[], object]]:
     """The warm-up's steps, in order: each a call that imports one module (or loads one extension)."""
     out: list[Callable[[], object]] = []
     for key in APIS:
-        out += [lambda key=key: handler_for(key), lambda key=key: api.request_module(key),
-                lambda key=key: api.response_module(key)]
-    out += [lambda name=name: importlib.import_module(name) for name in MODULES]
+        out += [partial(handler_for, key), partial(api.request_module, key), partial(api.response_module, key)]
+    out += [partial(importlib.import_module, name) for name in MODULES]
     out.append(_load_crc32c)
     return out
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 CHECKS = ("gaps", "duplicates", "visible_aborted", "order_violations")
 
@@ -136,22 +139,21 @@ def missing_extra() -> str | None:
             "add the extra: pip install 'mockbroker[spark]' (Spark also needs Java 17+)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import os
-    import sys
-
-    from mockbroker.cli import _Parser  # errors in one line, exit status 2, as the other commands
-
-    parser = _Parser(prog="mockbroker audit", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``mockbroker audit`` (the command line, mockbroker.cli, makes the parser)."""
     parser.add_argument("--bootstrap-server", "--bootstrap", dest="bootstrap", required=True,
                         help="bootstrap servers, host:port[,host:port] (as Kafka's tools name it; --bootstrap "
                              "is an alias)")
     parser.add_argument("--topic", action="append", required=True, help="a topic to audit (repeatable)")
     parser.add_argument("--json", dest="json_path", help="also write the report here as JSON")
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    args = parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
+    """``mockbroker audit`` with its parsed options: the report's table, exit status 0 when it passed."""
+    import os
+    import sys
+
     missing = missing_extra()
     if missing:
         print(missing, file=sys.stderr)

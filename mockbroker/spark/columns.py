@@ -81,6 +81,15 @@ def decode_columns(data: bytes, pos: int, count: int, keys: list[Any], values: l
     Records that do not fill their lengths and the data exactly raise ValueError: a batch whose CRC matches
     damaged records (a broker that stores batches unchecked) is refused, not read as garbage."""
     end = len(data)
+    pos = _append_columns(data, pos, count, keys, values, deltas, ts_deltas, headers)
+    if pos != end:
+        raise ValueError(f"{end - pos} bytes follow the batch's {count} records")
+
+
+def _append_columns(data: bytes, pos: int, count: int, keys: list[Any], values: list[Any], deltas: list[int],
+                    ts_deltas: list[int], headers: list[Any] | None) -> int:
+    """The loop of :func:`decode_columns`, one call per batch: the records' columns appended, the end returned."""
+    end = len(data)
     for _ in range(count):
         b = data[pos]
         if b < 0x80:
@@ -127,11 +136,8 @@ def decode_columns(data: bytes, pos: int, count: int, keys: list[Any], values: l
             pos += 1
         else:
             size, pos = read_zigzag(data, pos, 5)
-        if size < 0:
-            keys.append(None)
-        else:
-            keys.append(data[pos:pos + size])
-            pos += size
+        keys.append(None if size < 0 else data[pos:pos + size])  # a null key (size -1) takes no bytes
+        pos += size if size > 0 else 0
         b = data[pos]
         if b < 0x80:
             size = (b >> 1) ^ -(b & 1)
@@ -142,23 +148,19 @@ def decode_columns(data: bytes, pos: int, count: int, keys: list[Any], values: l
             pos += 2
         else:
             size, pos = read_zigzag(data, pos, 5)
-        if size < 0:
-            values.append(None)
-        else:
-            values.append(data[pos:pos + size])
-            pos += size
+        values.append(None if size < 0 else data[pos:pos + size])
+        pos += size if size > 0 else 0
         if pos >= rec_end:  # the header count is still to come
             raise ValueError("a record's fields run past its length")
         if headers is not None:
             headers.append(_headers(data, pos) if data[pos] else [])
         pos = rec_end
-    if pos != end:
-        raise ValueError(f"{end - pos} bytes follow the batch's {count} records")
+    return pos
 
 
 def _headers(data: bytes, pos: int) -> list[dict[str, Any]]:
     count, pos = read_zigzag(data, pos, 5)
-    out = []
+    out: list[dict[str, Any]] = []
     for _ in range(count):
         size, pos = read_zigzag(data, pos, 5)
         key = data[pos:pos + size].decode("utf-8", "replace")

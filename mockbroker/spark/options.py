@@ -93,23 +93,16 @@ def _offsets_json(name: str, raw: str) -> dict[str, dict[str, int]]:
     return {t: {str(int(p)): int(o) for p, o in parts.items()} for t, parts in data.items()}
 
 
-def parse_source(options: Mapping[str, str], streaming: bool) -> SourceOptions:
-    bootstrap = _get(options, "kafka.bootstrap.servers")
-    if not bootstrap:
-        raise OptionError("option kafka.bootstrap.servers is required")
-    chosen = [n for n in ("assign", "subscribe", "subscribePattern") if _get(options, n) is not None]
-    if len(chosen) != 1:
-        raise OptionError("give exactly one of assign, subscribe and subscribePattern"
-                          + (f" (got {', '.join(chosen)})" if chosen else ""))
-    out = SourceOptions(bootstrap=bootstrap)
-    if chosen[0] == "assign":
-        raw = _get(options, "assign") or ""
+def _parse_topics(options: Mapping[str, str], kind: str, out: SourceOptions) -> None:
+    """Fill ``out``'s assign, subscribe or pattern from the one topic option ``kind`` given."""
+    if kind == "assign":
+        assigned = _get(options, "assign") or ""
         try:
-            data = json.loads(raw)
+            data = json.loads(assigned)
             out.assign = {str(t): sorted(int(p) for p in parts) for t, parts in data.items()}
         except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
-            raise OptionError(f"assign must be JSON like {{\"topic\":[0,1]}}, not {raw!r}") from None
-    elif chosen[0] == "subscribe":
+            raise OptionError(f"assign must be JSON like {{\"topic\":[0,1]}}, not {assigned!r}") from None
+    elif kind == "subscribe":
         out.subscribe = [t.strip() for t in (_get(options, "subscribe") or "").split(",") if t.strip()]
         if not out.subscribe:
             raise OptionError("subscribe names no topic")
@@ -119,6 +112,18 @@ def parse_source(options: Mapping[str, str], streaming: bool) -> SourceOptions:
             re.compile(out.pattern or "")
         except re.error as exc:
             raise OptionError(f"subscribePattern is not a regular expression: {exc}") from None
+
+
+def parse_source(options: Mapping[str, str], streaming: bool) -> SourceOptions:
+    bootstrap = _get(options, "kafka.bootstrap.servers")
+    if not bootstrap:
+        raise OptionError("option kafka.bootstrap.servers is required")
+    chosen = [n for n in ("assign", "subscribe", "subscribePattern") if _get(options, n) is not None]
+    if len(chosen) != 1:
+        raise OptionError("give exactly one of assign, subscribe and subscribePattern"
+                          + (f" (got {', '.join(chosen)})" if chosen else ""))
+    out = SourceOptions(bootstrap=bootstrap)
+    _parse_topics(options, chosen[0], out)
     out.starting = _get(options, "startingOffsets")
     out.ending = _get(options, "endingOffsets")
     if out.ending is not None and streaming:

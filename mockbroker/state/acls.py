@@ -117,6 +117,14 @@ class AclBinding(FrozenSlotted):
 
     __slots__ = ("host", "operation", "pattern_type", "permission_type", "principal", "resource_name",
                  "resource_type")
+    # the fields, for type checkers (annotations without values: the slot layout stays as above)
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
 
     def __init__(self, resource_type: int, resource_name: str, pattern_type: int, principal: str, host: str,
                  operation: int, permission_type: int) -> None:
@@ -139,6 +147,14 @@ class AclFilter(FrozenSlotted):
 
     __slots__ = ("host", "operation", "pattern_type", "permission_type", "principal", "resource_name",
                  "resource_type")
+    # the fields, for type checkers (annotations without values: the slot layout stays as above)
+    resource_type: int
+    resource_name: str | None
+    pattern_type: int
+    principal: str | None
+    host: str | None
+    operation: int
+    permission_type: int
 
     def __init__(self, resource_type: int = ResourceType.ANY, resource_name: str | None = None,
                  pattern_type: int = PatternType.ANY, principal: str | None = None, host: str | None = None,
@@ -273,7 +289,7 @@ class Authorizer:
         log.info("ACL created: %s", acl)
 
     def _index(self, acl: AclBinding) -> dict[Any, dict[AclBinding, None]]:
-        return self._literal if acl.pattern_type == PatternType.LITERAL else self._prefixed  # type: ignore[return-value]
+        return self._literal if acl.pattern_type == PatternType.LITERAL else self._prefixed
 
     @staticmethod
     def _key(acl: AclBinding) -> Any:

@@ -58,7 +58,7 @@ def uniform_assign(members: Mapping[str, set[str]], partitions: Mapping[str, int
     unplaced = []
     for tp in wanted:
         owner = owner_of.get(tp)
-        if owner in members and tp[0] in members[owner] and counts[owner] < fair:
+        if owner is not None and owner in members and tp[0] in members[owner] and counts[owner] < fair:
             out[owner].setdefault(tp[0], set()).add(tp[1])
             counts[owner] += 1
         else:

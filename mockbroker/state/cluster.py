@@ -233,7 +233,7 @@ class ClusterState:
 
     @property
     def cluster_id(self) -> str:
-        return self.config["cluster.id"]
+        return self.config["cluster.id"]  # type: ignore[no-any-return]  # config values are typed by their key
 
     def add_broker(self, node_id: int, host: str, port: int, rack: str | None = None,
                    endpoints: dict[str, tuple[str, int]] | None = None) -> BrokerInfo:
@@ -296,8 +296,9 @@ class ClusterState:
         if "reassignments" in made and made["reassignments"].ongoing:
             return True
         config = self.config
-        return min(config["producer.id.expiration.ms"], config["log.retention.check.interval.ms"],
-                   config["log.cleaner.backoff.ms"]) < 1000
+        short = min(config["producer.id.expiration.ms"], config["log.retention.check.interval.ms"],
+                    config["log.cleaner.backoff.ms"]) < 1000
+        return short  # type: ignore[no-any-return]  # config values are typed by their key
 
     def tick(self) -> None:
         """Let time act: group sessions and rebalances, transaction timeouts, reassignments, producer
@@ -468,7 +469,7 @@ class ClusterState:
         if not (allow and self.config["auto.create.topics.enable"]):
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
         if name in (CONSUMER_OFFSETS, TRANSACTION_STATE):  # made with its own settings, as Kafka does
-            return ensure(self, name)
+            return ensure(self, name)  # type: ignore[no-any-return]  # the internal topics' maker takes Any
         return self.create_topic(name, replication_factor=min(
             self.config["default.replication.factor"], max(1, len(self.brokers))))
 

@@ -121,18 +121,10 @@ def _rebuild(stored: StoredBatch, header: Any, kept: list[Any]) -> StoredBatch:
                        stored.producer_id, stored.is_transactional, stored.is_control)
 
 
-def compact_log(log: PartitionLog, now_ms: int, delete_retention_ms: int, min_lag_ms: int = 0,
-                min_ratio: float = 0.0, max_lag_ms: int = NEVER, first_dirty: int = 0,
-                tombstones_due_ms: int = NEVER) -> CompactionResult:
-    """One cleaning pass over ``log`` (see the module docstring): ``first_dirty`` is where the last
-    pass's cleaning ended (its result's ``clean_end``), ``tombstones_due_ms`` its ``tombstones_due_ms``."""
-    result = CompactionResult()
-    count = _cleanable(log, now_ms, min_lag_ms, result)
-    if count == 0 or not _dirty_enough(log, count, now_ms, max(first_dirty, log.log_start_offset), min_ratio,
-                                       max_lag_ms, tombstones_due_ms, result):
-        result.tombstones_due_ms = tombstones_due_ms
-        return result
-    result.clean_end = log.batches[count].base_offset if count < len(log.batches) else log.next_offset
+def _decode_with_latest(log: PartitionLog, count: int
+                        ) -> tuple[list[tuple[StoredBatch, Any, list[Any]]], dict[bytes | None, int]]:
+    """Decode the first ``count`` batches (control batches left undecoded, header None) and find each
+    key's latest offset among them, records of aborted transactions not counting."""
     decoded: list[tuple[StoredBatch, Any, list[Any]]] = []
     latest: dict[bytes | None, int] = {}
     for stored in log.batches[:count]:
@@ -145,6 +137,22 @@ def compact_log(log: PartitionLog, now_ms: int, delete_retention_ms: int, min_la
             continue
         for r in records:
             latest[None if r.key is None else bytes(r.key)] = stored.base_offset + r.offset_delta
+    return decoded, latest
+
+
+def compact_log(log: PartitionLog, now_ms: int, delete_retention_ms: int, min_lag_ms: int = 0,
+                min_ratio: float = 0.0, max_lag_ms: int = NEVER, first_dirty: int = 0,
+                tombstones_due_ms: int = NEVER) -> CompactionResult:
+    """One cleaning pass over ``log`` (see the module docstring): ``first_dirty`` is where the last
+    pass's cleaning ended (its result's ``clean_end``), ``tombstones_due_ms`` its ``tombstones_due_ms``."""
+    result = CompactionResult()
+    count = _cleanable(log, now_ms, min_lag_ms, result)
+    if count == 0 or not _dirty_enough(log, count, now_ms, max(first_dirty, log.log_start_offset), min_ratio,
+                                       max_lag_ms, tombstones_due_ms, result):
+        result.tombstones_due_ms = tombstones_due_ms
+        return result
+    result.clean_end = log.batches[count].base_offset if count < len(log.batches) else log.next_offset
+    decoded, latest = _decode_with_latest(log, count)
     last_of_producer: dict[int, int] = {}
     for b in log.batches:
         if b.producer_id >= 0 and not b.is_control:

@@ -21,11 +21,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from mockbroker.state.ids import uuid4_bytes
 from mockbroker.state.internal_topics import is_internal
+
+if TYPE_CHECKING:
+    from mockbroker.state.config import BrokerConfig
 
 LEAVE, STATIC_LEAVE = -1, -2
 TopicParts = dict[str, set[int]]
@@ -49,7 +53,7 @@ class ConsumerMember:
     last_seen_ms: int = 0
     revoke_deadline_ms: int = -1
     left_static: bool = False
-    sent: tuple | None = None  # the assignment last sent, to answer null when unchanged
+    sent: tuple[Any, ...] | None = None  # the assignment last sent, to answer null when unchanged
 
     @property
     def state(self) -> str:
@@ -62,7 +66,7 @@ class ConsumerGroupState:
     assignment_epoch: int = 0
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, TopicParts] = field(default_factory=dict)
-    metadata: tuple = ()  # (topic, partition count) pairs the target was computed from
+    metadata: tuple[Any, ...] = ()  # (topic, partition count) pairs the target was computed from
     group_id: str = ""  # for its group configs (consumer.session.timeout.ms)
 
     @property
@@ -102,14 +106,15 @@ def _union(a: Mapping[str, set[int]], b: Mapping[str, set[int]]) -> TopicParts:
     return out
 
 
-def _frozen(parts: Mapping[str, set[int]]) -> tuple:
+def _frozen(parts: Mapping[str, set[int]]) -> tuple[Any, ...]:
     return tuple(sorted((t, tuple(sorted(p))) for t, p in parts.items() if p))
 
 
 class ConsumerGroupLogic:
     """Heartbeats and time for one coordinator's KIP-848 groups (the state lives on each Group)."""
 
-    def __init__(self, clock: object, topics: Callable[[], Mapping[str, int]], config: Mapping[str, int]) -> None:
+    def __init__(self, clock: object, topics: Callable[[], Mapping[str, int]],
+                 config: Mapping[str, Any] | BrokerConfig) -> None:
         self.clock = clock
         self.topics = topics  # name -> partition count, of the whole cluster
         self.config = config
@@ -132,6 +137,7 @@ class ConsumerGroupLogic:
                 raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION, f"invalid regex {regex!r}: {exc}") from None
         if epoch in (LEAVE, STATIC_LEAVE):
             return self._leave(g, member_id, epoch)
+        member: ConsumerMember | None
         if epoch == 0:
             member = self._join(g, member_id, instance_id, rack_id, rebalance_timeout_ms, subscribed, regex,
                                 owned, client_id, client_host, generate_id, now)

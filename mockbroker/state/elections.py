@@ -92,7 +92,7 @@ def leaderless(cluster: ClusterState) -> weakref.WeakKeyDictionary[PartitionLog,
     held = cluster.__dict__.get("_leaderless")
     if held is None:
         held = cluster.__dict__["_leaderless"] = weakref.WeakKeyDictionary()
-    return held  # type: ignore[no-any-return]
+    return held
 
 
 def set_leader(cluster: ClusterState, partition: PartitionLog, new: int) -> None:

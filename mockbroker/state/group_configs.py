@@ -168,7 +168,7 @@ class GroupConfigs:
         return int(override if override is not None else self.default(name))
 
     def describe(self, group_id: str, keys: Iterable[str] | None, broker_synonyms: Any,
-                 documentation: bool) -> list[tuple[str, str | None, int, int, str | None, list]]:
+                 documentation: bool) -> list[tuple[str, str | None, int, int, str | None, list[Any]]]:
         """(name, value, source, type, doc, synonyms) of every group config; ``broker_synonyms(name)`` gives
         a broker config's layers as (name, value, source)."""
         if group_id == "":

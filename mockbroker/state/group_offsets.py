@@ -16,6 +16,7 @@ from mockbroker.protocol import api
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS, partition_for
 
 if TYPE_CHECKING:
+    from mockbroker.state.consumer_groups import ConsumerGroupLogic
     from mockbroker.state.groups import Group
 
 _SUBSCRIPTION = api.module("ConsumerProtocolSubscription")
@@ -49,7 +50,7 @@ def subscription_topics(metadata: bytes) -> set[str]:
 
 class GroupOffsets:
     groups: dict[str, Group]
-    consumer_logic: Any
+    consumer_logic: ConsumerGroupLogic | None
 
     def group(self, group_id: str) -> Group:  # provided by GroupCoordinator
         raise NotImplementedError
@@ -97,7 +98,7 @@ class GroupOffsets:
     def complete_txn(self, group_id: str, producer_id: int, commit: bool) -> None:
         group = self.groups.get(group_id)
         pending = group.pending_txn.pop(producer_id, None) if group else None
-        if pending and commit:
+        if pending and commit and group is not None:
             group.offsets.update(pending)
 
     def complete_txn_in_partition(self, producer_id: int, partition: int, partitions: int, commit: bool) -> list[str]:

@@ -100,16 +100,7 @@ class GroupCoordinator(GroupOffsets):
                 reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
                 return
             group.consumer = None  # an empty consumer group turns classic
-        if not group.members and (not protocol_type or not protocols):
-            # Kafka (ClassicGroup.supportsProtocols): an empty group takes a member only with a protocol
-            # type and at least one protocol; there would be nothing to vote for
-            log.info("JoinGroup %s: no protocol type or no protocols: INCONSISTENT_GROUP_PROTOCOL", group_id)
-            reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return
-        if group.members and protocol_type != group.protocol_type:
-            reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return
-        if group.members and not self._common_protocols(group, protocols):
+        if not self._supports_protocols(group, protocol_type, protocols):
             reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
         holder = self._holder(group, instance_id)
@@ -150,6 +141,17 @@ class GroupCoordinator(GroupOffsets):
         if group.state in (EMPTY, STABLE, COMPLETING):
             self._start_rebalance(group, now, initial=group.state == EMPTY)
         self._maybe_complete_join(group)
+
+    def _supports_protocols(self, group: Group, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+        """Whether ``group`` can take a member with this protocol type and these protocols."""
+        if not group.members:
+            if not protocol_type or not protocols:
+                # Kafka (ClassicGroup.supportsProtocols): an empty group takes a member only with a protocol
+                # type and at least one protocol; there would be nothing to vote for
+                log.info("JoinGroup %s: no protocol type or no protocols: INCONSISTENT_GROUP_PROTOCOL", group.group_id)
+                return False
+            return True
+        return protocol_type == group.protocol_type and bool(self._common_protocols(group, protocols))
 
     # -- static membership (KIP-345) ----------------------------------------------------------------
     @staticmethod
@@ -220,7 +222,8 @@ class GroupCoordinator(GroupOffsets):
         for m in members:
             choice = next(name for name, _ in m.protocols if name in common)
             votes[choice] = votes.get(choice, 0) + 1
-        leader_order = [name for name, _ in group.members[group.leader].protocols if name in common]
+        leader = group.members[group.leader]  # type: ignore[index]  # a group with members has a leader
+        leader_order = [name for name, _ in leader.protocols if name in common]
         return max(leader_order, key=lambda name: (votes.get(name, 0), -leader_order.index(name)))
 
     def _common_protocols(self, group: Group, protocols: list[tuple[str, bytes]]) -> set[str]:

@@ -76,6 +76,10 @@ class ProducerEntry(Slotted):
 
 class AbortedTxn(FrozenSlotted):
     __slots__ = ("first_offset", "last_offset", "producer_id")
+    # the fields, for type checkers (annotations without values: the slot layout stays as above)
+    producer_id: int
+    first_offset: int
+    last_offset: int
 
     def __init__(self, producer_id: int, first_offset: int, last_offset: int) -> None:
         object.__setattr__(self, "producer_id", producer_id)
@@ -109,21 +113,21 @@ class PartitionProducers:
         """Raise the error Kafka answers for a client batch that breaks the producer's sequence."""
         entry = self.entries.get(pid)
         known = entry is not None and entry.epoch != NO_EPOCH
-        if known and epoch < entry.epoch:
+        if known and epoch < entry.epoch:  # type: ignore[union-attr]  # known: entry is not None
             raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
                              f"epoch {epoch} of producer {pid} in {where} is older than the last seen epoch "
-                             f"{entry.epoch}")
+                             f"{entry.epoch}")  # type: ignore[union-attr]  # known: entry is not None
         if not known:
             if first_seq != 0:
                 raise KafkaError(ErrorCode.UNKNOWN_PRODUCER_ID,
                                  f"{where} has no state for producer {pid} (never written here, or expired) "
                                  f"and its batch starts at sequence {first_seq}, not 0")
-        elif epoch != entry.epoch:
+        elif epoch != entry.epoch:  # type: ignore[union-attr]  # known: entry is not None
             if first_seq != 0:
                 raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                  f"producer {pid} starts epoch {epoch} in {where} at sequence {first_seq}, not 0")
         else:
-            last = entry.last_seq
+            last = entry.last_seq  # type: ignore[union-attr]  # known: entry is not None
             if not (first_seq == last + 1 or (first_seq == 0 and last == INT32_MAX)):
                 raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                  f"out of order sequence for producer {pid} in {where}: got {first_seq}, "

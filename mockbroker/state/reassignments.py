@@ -155,7 +155,7 @@ class Reassignments:
         """Reassignments in progress: (topic, [(partition, replicas, adding, removing)]), sorted by
         name; ``wanted`` None = all, else only those named (unknown names are left out, as Kafka does)."""
         by_topic: dict[str, list[Ongoing]] = {}
-        filters = None if wanted is None else {}
+        filters: dict[str, set[int]] | None = None if wanted is None else {}
         if wanted is not None:
             for name, indexes in wanted:
                 filters.setdefault(name, set()).update(indexes)  # type: ignore[union-attr]

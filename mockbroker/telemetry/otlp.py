@@ -47,6 +47,7 @@ def fields(buf: bytes) -> list[tuple[int, int, Any]]:
         number, kind = key >> 3, key & 7
         if number == 0:
             raise OTLPError("field number 0")
+        value: int | bytes
         if kind == VARINT:
             value, pos = _varint(buf, pos)
         elif kind == I64:

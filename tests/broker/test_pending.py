@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from mockbroker.server.pending import Pending
+from mockbroker.handlers.pending import Pending
 
 
 def test_settling_runs_the_steps_then_the_callbacks_in_the_same_call() -> None:

@@ -131,7 +131,6 @@ def test_reads_that_decode_an_unchecked_damaged_batch_answer_corrupt_message(cap
 @pytest.mark.parametrize("make", [_bad_crc, _bad_records, _bad_lz4], ids=["crc", "records", "lz4-data"])
 def test_python_http_and_spark_reads_of_an_unchecked_damaged_batch_name_its_partition(make: object) -> None:
     from mockbroker.client import KafkaClient, KafkaClientError
-    from mockbroker.spark.rows import Range, read_range
     from mockbroker.state.inspect import audit_topic, read_records
     from tests.control.openapi_check import Client
 
@@ -156,6 +155,10 @@ def test_python_http_and_spark_reads_of_an_unchecked_damaged_batch_name_its_part
                     client.fetch("t", 0, 0, decode=decode)
                 assert client_info.value.code == ErrorCode.CORRUPT_MESSAGE
                 assert "t-0 batch at offset 2 does not decode" in str(client_info.value)
+        # the Spark source needs pyarrow ([spark]; not in noxfile.py's core venvs): the reads above still ran
+        pytest.importorskip("pyarrow", reason="pyarrow is not installed: the Spark source's read is not checked")
+        from mockbroker.spark.rows import Range, read_range
+
         with pytest.raises(KafkaClientError) as spark_info:
             list(read_range(Range(cluster.bootstrap_servers, "t", 0, 0, 5)))
         assert spark_info.value.code == ErrorCode.CORRUPT_MESSAGE and "t-0 batch at offset 2" in str(spark_info.value)

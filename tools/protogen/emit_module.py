@@ -148,12 +148,18 @@ def emit_index(messages: list[MessageDef]) -> str:
 
 def emit_errors(tsv: Path) -> str:
     rows = list(csv.DictReader(tsv.open(), delimiter="\t"))
-    lines = [HEADER, '"""Kafka error codes from errors.tsv: code -> (name, retriable, message)."""\n\n']
-    lines.append("ERRORS = {\n")
-    for r in sorted(rows, key=lambda r: int(r["code"])):
+    rows.sort(key=lambda r: int(r["code"]))
+    lines = [HEADER, '"""Kafka error codes from errors.tsv: code -> (name, retriable, message), and ErrorCode."""\n\n']
+    lines.append("from enum import IntEnum\n\n")
+    lines.append("ERRORS: dict[int, tuple[str, bool, str]] = {\n")
+    for r in rows:
         retriable = r["retriable"] == "true"
         lines.append(f"    {int(r['code'])}: ({r['name']!r}, {retriable}, {r['message']!r}),\n")
-    lines.append("}\n")
+    lines.append("}\n\n\n")
+    lines.append("class ErrorCode(IntEnum):\n")
+    lines.append('    """Every Kafka error code by its name (one member per row of ERRORS)."""\n\n')
+    for r in rows:
+        lines.append(f"    {r['name']} = {int(r['code'])}\n")
     return "".join(lines)
 
 

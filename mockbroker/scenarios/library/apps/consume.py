@@ -24,7 +24,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=0, help="records per second per member (0 = no limit)")
     args = parser.parse_args()
     bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-    keys: set[bytes] = set()
+    keys: set[bytes | None] = set()
     lock = threading.Lock()
     done = threading.Event()
     deadline = time.monotonic() + args.timeout

@@ -31,7 +31,7 @@ def read_back(bootstrap: str, topic: str, expected: int, timeout: float) -> Coun
                 if time.monotonic() >= idle_until:
                     break
             continue
-        seen[message.value().decode()] += 1
+        seen[(message.value() or b"").decode()] += 1
     consumer.close()
     return seen
 

@@ -49,7 +49,7 @@ def main() -> int:
     while time.monotonic() < deadline and time.monotonic() - quiet_since < 1.5:
         message = consumer.poll(0.2)
         if message is not None and message.error() is None:
-            seen.append(message.value().decode())
+            seen.append((message.value() or b"").decode())
             quiet_since = time.monotonic()
     consumer.close()
     ok = sorted(seen) == sorted(committed)

@@ -1,4 +1,5 @@
-"""Carrying out fired fault rules around one request (see mockbroker.faults.rules for the actions).
+"""Carrying out fired fault rules around one request, on the serving path (the rules and their actions are
+data: mockbroker.faults.rules).
 
 :func:`run` is called by dispatch instead of the handler when rules fired.  It returns what the
 connection expects from dispatch: the response body to encode (possibly via an awaitable), the
@@ -14,14 +15,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from mockbroker.errors import CloseConnection
 from mockbroker.faults.facts import Facts
 from mockbroker.faults.responses import PARTITIONED, error_response, supports
 from mockbroker.handlers.registry import NO_RESPONSE
-from mockbroker.server.connection import CloseConnection
-from mockbroker.server.throttle import CLIENT_THROTTLING_FROM, throttled
+from mockbroker.server.throttle import CLIENT_THROTTLING_FROM, Finish, throttled
 
 if TYPE_CHECKING:
     from mockbroker.faults.rules import FaultRule
+    from mockbroker.handlers.context import RequestContext
 
 __all__ = ["CLIENT_THROTTLING_FROM", "run"]
 
@@ -29,7 +31,7 @@ log = logging.getLogger("mockbroker.faults")
 CRC_AT = 17  # byte offset of a v2 batch's CRC
 
 
-async def _hang(ctx: Any) -> Any:
+async def _hang(ctx: RequestContext) -> Any:
     """Never answer: wait until the connection is gone (the client times out and reconnects)."""
     while not ctx.connection.closed:
         await asyncio.sleep(0.05)
@@ -80,8 +82,8 @@ def _merge_produce(errors: Any, handled: Any) -> Any:
     return errors
 
 
-def run(ctx: Any, body: Any, rules: list[FaultRule], facts: Facts, handle: Callable[[Any], Any],
-        finish: Callable[[Any], list[Any] | None]) -> list[Any] | Awaitable[list[Any] | None] | None:
+def run(ctx: RequestContext, body: Any, rules: list[FaultRule], facts: Facts | None, handle: Callable[[Any], Any],
+        finish: Finish) -> list[Any] | Awaitable[list[Any] | None] | None:
     ids = ", ".join(f"#{r.id}{' ' + r.name if r.name else ''}" for r in rules)
     if _first(rules, "drop_before"):
         raise CloseConnection(f"fault rule {ids}: connection dropped before handling")
@@ -90,7 +92,9 @@ def run(ctx: Any, body: Any, rules: list[FaultRule], facts: Facts, handle: Calla
         return _finish_async(_hang(ctx), rules, ctx, finish)
     error = _first(rules, "error")
     if error is not None and supports(ctx.api_key):
-        only = error.partitions_hit(facts) if error.scope == "partition" and ctx.api_key in PARTITIONED else None
+        only = None
+        if error.scope == "partition" and ctx.api_key in PARTITIONED and facts is not None:  # (facts: set when fired)
+            only = error.partitions_hit(facts)
         answer = error_response(ctx, body, error.error, only)
         if ctx.api_key == 0 and only is not None:
             rest = _produce_without(body, only)
@@ -110,8 +114,8 @@ def run(ctx: Any, body: Any, rules: list[FaultRule], facts: Facts, handle: Calla
     return _after(answer, rules, ctx, finish)
 
 
-async def _finish_async(pending: Awaitable[Any], rules: list[FaultRule], ctx: Any,
-                        finish: Callable[[Any], list[Any] | None]) -> list[Any] | None:
+async def _finish_async(pending: Awaitable[Any], rules: list[FaultRule], ctx: RequestContext,
+                        finish: Finish) -> list[Any] | None:
     answer = await pending
     result = _after(answer, rules, ctx, finish)
     if inspect.isawaitable(result):
@@ -119,11 +123,11 @@ async def _finish_async(pending: Awaitable[Any], rules: list[FaultRule], ctx: An
     return result
 
 
-def _after(answer: Any, rules: list[FaultRule], ctx: Any,
-           finish: Callable[[Any], list[Any] | None]) -> list[Any] | Awaitable[list[Any] | None] | None:
-    if _first(rules, "drop_after"):
-        raise CloseConnection(f"fault rule #{_first(rules, 'drop_after').id}: handled, connection dropped "  # type: ignore[union-attr]
-                              "before the answer")
+def _after(answer: Any, rules: list[FaultRule], ctx: RequestContext,
+           finish: Finish) -> list[Any] | Awaitable[list[Any] | None] | None:
+    dropped = _first(rules, "drop_after")
+    if dropped:
+        raise CloseConnection(f"fault rule #{dropped.id}: handled, connection dropped before the answer")
     if answer is NO_RESPONSE:
         return finish(answer)
     corrupt = _first(rules, "corrupt_crc")
@@ -141,8 +145,8 @@ def _after(answer: Any, rules: list[FaultRule], ctx: Any,
     return _timed(ctx, answer, finish, throttle, delay, truncate)
 
 
-async def _timed(ctx: Any, answer: Any, finish: Callable[[Any], list[Any] | None], throttle: FaultRule | None,
-                 delay: FaultRule | None, truncate: FaultRule | None) -> list[Any] | None:
+async def _timed(ctx: RequestContext, answer: Any, finish: Finish,
+                 throttle: FaultRule | None, delay: FaultRule | None, truncate: FaultRule | None) -> list[Any] | None:
     if delay is not None:
         await asyncio.sleep(delay.delay_ms / 1000)
     buffers = finish(answer)  # after the delay, so the journal's latency includes it

@@ -116,7 +116,7 @@ def _copy(source: Pending, target: asyncio.Future[Any]) -> None:
         return
     if source.cancelled():
         target.cancel()
-    elif source.exception() is not None:
-        target.set_exception(source.exception())  # type: ignore[arg-type]
+    elif (exc := source.exception()) is not None:
+        target.set_exception(exc)
     else:
         target.set_result(source.result())
