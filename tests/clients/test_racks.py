@@ -185,6 +185,9 @@ def test_kafka_python_consumer_with_client_rack_reads_from_the_follower(rack_awa
             for records in consumer.poll(timeout_ms=200).values():
                 seen.extend(r.value for r in records)
         assert seen == [b"v%d" % i for i in range(20)]
-        assert _fetches(rack_aware, LEADER, topic) == at_leader
+        leader_fetches = [(e.about, e.errors, e.outcome) for e in rack_aware.journal.entries(api="Fetch", broker=LEADER)
+                          if topic in e.about.get("topics", {})]
+        # (seen once in CI's pure-Python run: 2 == 1; the entries say what sent it back to the leader, if it recurs)
+        assert len(leader_fetches) == at_leader, leader_fetches
     finally:
         consumer.close()
