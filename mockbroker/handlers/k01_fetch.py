@@ -63,7 +63,12 @@ from mockbroker.handlers.fetch_partitions import Wanted
 from mockbroker.handlers.fetch_partitions import from_any_replica as _from_any_replica
 from mockbroker.handlers.fetch_partitions import resolve as _resolve
 from mockbroker.handlers.fetch_partitions import steered_rack as _steered_rack
-from mockbroker.handlers.lane_state import usual_function
+from mockbroker.handlers.lane_state import (
+    EVERY_LANE_ON_CONNECTION,
+    EVERY_LANE_WHILE,
+    EVERY_LANE_WITH_CONFIG,
+    usual_function,
+)
 from mockbroker.handlers.pending import Pending
 from mockbroker.handlers.registry import LANES, Encoded, register
 from mockbroker.protocol import api, fast_fetch
@@ -390,16 +395,10 @@ class _LongPoll:
 
 # -- the Fetch lane's broker state: while any of these holds, every Fetch takes the usual way (usual_for;
 # handlers/lane_state.py).  Each blocks while its value is truthy.
-NOT_USUAL_ON_CONNECTION: tuple[str, ...] = (
-    "sasl",  # a SASL listener: dispatch checks each request against the login first
-)
-NOT_USUAL_WHILE: tuple[str, ...] = (  # attribute paths from the broker (BrokerServer)
-    "partitioned",  # a network partition: nothing is answered
-    "cluster.faults.rules",  # fault rules see each request
-    "cluster.quotas.enabled",  # client quotas measure and throttle each answer
-)
+NOT_USUAL_ON_CONNECTION: tuple[str, ...] = EVERY_LANE_ON_CONNECTION
+NOT_USUAL_WHILE: tuple[str, ...] = EVERY_LANE_WHILE
 NOT_USUAL_WITH_CONFIG: tuple[str, ...] = (  # broker configs, in cluster.config.values
-    "authorizer.class.name",  # ACLs on (state.acls.Authorizer.enabled): each topic is authorized
+    *EVERY_LANE_WITH_CONFIG,
     replicas.SELECTOR_CONFIG,  # a rack-aware selector may send a consumer to a follower
 )
 # usual_for(broker, conn) -> bool: may the Fetch lane take a request on ``conn`` now, as far as broker and

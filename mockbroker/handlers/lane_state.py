@@ -17,6 +17,20 @@ from typing import Any
 
 CONFIG_VALUES = "cluster.config.values"  # where a lane's config names are read, from the broker (C reads the same)
 
+# What keeps requests from EVERY lane (each lane's declaration starts with these and adds its own): a feature
+# that must see each request whatever its API goes here, once.  Each blocks while its value is truthy.
+EVERY_LANE_ON_CONNECTION: tuple[str, ...] = (
+    "sasl",  # a SASL listener: dispatch checks each request against the login first
+)
+EVERY_LANE_WHILE: tuple[str, ...] = (  # attribute paths from the broker (BrokerServer)
+    "partitioned",  # a network partition: nothing is answered
+    "cluster.faults.rules",  # fault rules see each request
+    "cluster.quotas.enabled",  # client quotas measure and throttle each answer
+)
+EVERY_LANE_WITH_CONFIG: tuple[str, ...] = (  # broker configs, in cluster.config.values
+    "authorizer.class.name",  # ACLs on (state.acls.Authorizer.enabled): each topic is authorized
+)
+
 
 def usual_function(on_connection: tuple[str, ...], on_broker: tuple[str, ...],
                    with_config: tuple[str, ...]) -> Callable[[Any, Any], bool]:

@@ -22,10 +22,11 @@ Where "usual" is decided -- three places, each with one job:
   ``mock.log.max.total.bytes`` for all of it.
 
 To add a condition: a state of the broker or connection that the handler must see goes into the
-declaration below (an attribute path, blocking while truthy, or a broker config name, blocking while
-set); a topic config into :func:`usual_for_topic`; both ways follow, and tests/broker/test_lane_usual.py
-shows how to prove it (turn it on, send a real Produce, see the handler answer it).  Only a new fact of
-a request's bytes needs C (produce_lane_wire.h).
+declaration below, or into lane_state's EVERY_LANE_* when every lane must heed it (an attribute path,
+blocking while truthy, or a broker config name, blocking while set); a topic config into
+:func:`usual_for_topic`; both ways follow, and tests/broker/test_lane_usual.py shows how to prove it
+(turn it on, send a real Produce, see the handler answer it).  Only a new fact of a request's bytes needs
+C (produce_lane_wire.h).
 
 Anything not usual (C answers None before changing anything) goes the usual way: the generated codec
 decodes, the Produce handler (k00_produce) decides, names and logs.  What the lane appends and answers
@@ -96,18 +97,12 @@ def available() -> bool:
 
 # -- broker state: while any of these holds, every request takes the usual way (read by usual_for, and
 # by C's borrow() from setup_usual: handlers/lane_state.py).  Each blocks while its value is truthy.
-NOT_USUAL_ON_CONNECTION: tuple[str, ...] = (
-    "sasl",  # a SASL listener: dispatch checks each request against the login first
-)
+NOT_USUAL_ON_CONNECTION: tuple[str, ...] = lane_state.EVERY_LANE_ON_CONNECTION
 NOT_USUAL_WHILE: tuple[str, ...] = (  # attribute paths from the broker (BrokerServer)
-    "partitioned",  # a network partition: nothing is answered
-    "cluster.faults.rules",  # fault rules see each request
-    "cluster.quotas.enabled",  # client quotas measure and throttle each answer
+    *lane_state.EVERY_LANE_WHILE,
     "cluster.drop_produce_responses",  # the test hook drops the next Produce answers (k00_produce)
 )
-NOT_USUAL_WITH_CONFIG: tuple[str, ...] = (  # broker configs, in cluster.config.values
-    "authorizer.class.name",  # ACLs on (state.acls.Authorizer.enabled): each topic is authorized
-)
+NOT_USUAL_WITH_CONFIG: tuple[str, ...] = lane_state.EVERY_LANE_WITH_CONFIG
 # usual_for(broker, conn) -> bool: may the lane take a request on ``conn`` now, as far as broker and
 # connection state go?  (The topic's part: usual_for_topic; the request's own bytes: C.)
 usual_for = lane_state.usual_function(NOT_USUAL_ON_CONNECTION, NOT_USUAL_WHILE, NOT_USUAL_WITH_CONFIG)
