@@ -5,7 +5,8 @@ up the ApiVersions answer.  Requests Kafka would refuse to parse close the conne
 line that says why; an ApiVersions request at a version we do not know gets a v0 answer with
 UNSUPPORTED_VERSION and our supported list, as Kafka does.  A Produce is first offered to the produce
 lane (mockbroker.handlers.produce_lane), which answers the usual one in a single C call and leaves any
-other, untouched, to the path above.
+other, untouched, to the Python path (:func:`_python_path`, the reference semantics), which fault
+rules, client quotas and the journal wrap when they are on (:func:`_with_rules`, :func:`_journaled`).
 
 On a SASL listener the connection's SaslSession (mockbroker.server.sasl) is asked first: before
 authentication only ApiVersions, SaslHandshake and SaslAuthenticate pass (anything else closes the
@@ -110,9 +111,9 @@ def _raw_sasl_token(broker: BrokerServer, conn: Connection, frame: memoryview) -
     return [_SIZE.pack(len(answer)), answer]
 
 
-def dispatch(  # noqa: C901 -- every request: the lanes, the header, faults, quotas and journal inline, one frame deep
-    broker: BrokerServer, conn: Connection, frame: memoryview
-) -> list[Any] | Awaitable[Any] | None:
+def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[Any] | Awaitable[Any] | None:
+    """One request frame to its answer: the lanes first (a Produce or Fetch they may take now), else
+    :func:`_python_path`."""
     if warm_up.pending:  # the process's first request: load the usual requests' modules after its answer
         warm_up.start()
     sasl = conn.sasl
@@ -135,51 +136,78 @@ def dispatch(  # noqa: C901 -- every request: the lanes, the header, faults, quo
         answer = LANES[api_key](broker, conn, frame, version, correlation_id)
         if answer is not None:
             return answer
+    return _python_path(broker, conn, frame, prefix)
+
+
+def _python_path(broker: BrokerServer, conn: Connection, frame: memoryview,
+                 prefix: tuple[int, int, int]) -> list[Any] | Awaitable[Any] | None:
+    """The reference path: check the API and version, decode, run the handler, encode; fault rules,
+    client quotas and the journal wrap the handler when they are on."""
+    api_key, version, correlation_id = prefix
     handler = HANDLERS.get(api_key) or handler_for(api_key)
     if handler is None:
         raise CloseConnection(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
     name = api.api_name(api_key)
+    sasl = conn.sasl
     if sasl is not None:
         refusal = sasl.refusal(api_key, name, broker.cluster.clock.now_ms())
         if refusal is not None:
             raise CloseConnection(refusal)
     if not handler.min_version <= version <= handler.max_version:
-        if api_key == 18:
-            log.info("broker %s: ApiVersions v%s from %s is newer than we speak; answering v0",
-                     broker.node_id, version, conn.peer)
-            return _unsupported_api_versions(correlation_id)
-        raise CloseConnection(
-            f"{name} v{version} is not supported (we speak v{handler.min_version}-{handler.max_version})"
-        )
-    try:
-        request = api.decode_request(frame, True, prefix)
-    except CodecError as exc:
-        raise CloseConnection(f"malformed {name} v{version} request: {exc}") from None
-    if request.trailing_bytes:
-        log.debug("broker %s: %s v%s from %s has %d bytes after its body (ignored, as Kafka does)",
-                  broker.node_id, name, version, conn.peer, request.trailing_bytes)
+        return _unsupported_version(broker, conn, handler, name, prefix)
+    request = _decoded(broker, conn, frame, prefix, name)
     cluster = broker.cluster
     if cluster.ticker_idle and api_key not in CLOCK_FREE:  # the ticker waits a whole second: what this
         cluster.wake_ticker()  # request starts ticks sooner
     ctx = RequestContext(broker, conn, api_key, version, correlation_id, request.client_id, cluster, broker.node_id)
-    faults, journal = cluster.faults, cluster.journal
     if broker.partitioned:  # a network partition: nothing comes back
         return _hang(conn)
-    quotas_on = cluster.quotas.enabled
-    if not (faults.rules or quotas_on):
-        if journal.enabled:
-            return _journaled(ctx, handler.fn, request, name)
-        return _answer(ctx, _call(ctx, handler.fn, request.body), None)
+    if cluster.faults.rules or cluster.quotas.enabled:
+        return _with_rules(ctx, handler.fn, request, name, len(frame))
+    if cluster.journal.enabled:
+        return _journaled(ctx, handler.fn, request, name)
+    return _answer(ctx, _call(ctx, handler.fn, request.body), None)
+
+
+def _unsupported_version(broker: BrokerServer, conn: Connection, handler: Any, name: str,
+                         prefix: tuple[int, int, int]) -> list[Any]:
+    """A version we do not speak: ApiVersions gets a v0 answer listing ours (as Kafka), anything else a close."""
+    api_key, version, correlation_id = prefix
+    if api_key == 18:
+        log.info("broker %s: ApiVersions v%s from %s is newer than we speak; answering v0",
+                 broker.node_id, version, conn.peer)
+        return _unsupported_api_versions(correlation_id)
+    raise CloseConnection(f"{name} v{version} is not supported (we speak v{handler.min_version}-{handler.max_version})")
+
+
+def _decoded(broker: BrokerServer, conn: Connection, frame: memoryview, prefix: tuple[int, int, int],
+             name: str) -> Any:
+    """The request decoded, or a close naming what Kafka would refuse to parse."""
+    try:
+        request = api.decode_request(frame, True, prefix)
+    except CodecError as exc:
+        raise CloseConnection(f"malformed {name} v{prefix[1]} request: {exc}") from None
+    if request.trailing_bytes:
+        log.debug("broker %s: %s v%s from %s has %d bytes after its body (ignored, as Kafka does)",
+                  broker.node_id, name, prefix[1], conn.peer, request.trailing_bytes)
+    return request
+
+
+def _with_rules(ctx: RequestContext, fn: Any, request: Any, name: str,
+                size: int) -> list[Any] | Awaitable[Any] | None:
+    """The handler under fault rules and/or client quotas (and the journal, when on)."""
+    cluster, api_key, conn = ctx.cluster, ctx.api_key, ctx.connection
+    faults, journal = cluster.faults, cluster.journal
     fired: list[Any] = []
     facts = None
     if faults.rules:
         facts = request_facts(api_key, request.body, cluster.topics_by_id)
-        fired = faults.fire(api_key, version, broker.node_id, request.client_id, facts)
+        fired = faults.fire(api_key, ctx.api_version, ctx.broker_id, request.client_id, facts)
     entry = None
     if journal.enabled:
         about = facts.frozen() if facts is not None else journal_about(api_key, request.body, cluster.topics_by_id)
-        entry = journal.start(cluster.clock.now_ms(), broker.node_id, conn.peer, request.client_id,
-                              conn.client_software, name, api_key, version, correlation_id, about,
+        entry = journal.start(cluster.clock.now_ms(), ctx.broker_id, conn.peer, request.client_id,
+                              conn.client_software, name, api_key, ctx.api_version, ctx.correlation_id, about,
                               tuple([r.id for r in fired]) if fired else ())
     started = time.perf_counter()
 
@@ -188,15 +216,18 @@ def dispatch(  # noqa: C901 -- every request: the lanes, the header, faults, quo
             return journal_answer(ctx, entry, started, body)
         return encoded_answer(ctx, body)
 
+    def handle(body: Any) -> Any:
+        return _call(ctx, fn, body)
+
     try:
-        if quotas_on:  # client quotas: measure the request and throttle it (mockbroker.server.throttle)
-            handle, quota_finish = throttle.with_quotas(ctx, len(frame), lambda b: _call(ctx, handler.fn, b), finish)
+        if cluster.quotas.enabled:  # client quotas: measure the request and throttle it (mockbroker.server.throttle)
+            measured, quota_finish = throttle.with_quotas(ctx, size, handle, finish)
             if fired:
-                return fault_injection.run(ctx, request.body, fired, facts, handle, quota_finish)
-            return _answer(ctx, handle(request.body), quota_finish)
+                return fault_injection.run(ctx, request.body, fired, facts, measured, quota_finish)
+            return _answer(ctx, measured(request.body), quota_finish)
         if fired:
-            return fault_injection.run(ctx, request.body, fired, facts, lambda b: _call(ctx, handler.fn, b), finish)
-        return _answer(ctx, _call(ctx, handler.fn, request.body), finish)
+            return fault_injection.run(ctx, request.body, fired, facts, handle, finish)
+        return _answer(ctx, handle(request.body), finish)
     except CloseConnection:
         if entry is not None:
             journal.finish(entry, (time.perf_counter() - started) * 1000, "closed")
