@@ -1,15 +1,18 @@
-"""Helpers shared by the group handlers: the coordinator check and reply-to-future plumbing."""
+"""Helpers shared by the group handlers: the coordinator check, a state refusal as a code, and
+reply-to-future plumbing."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec
 
-from mockbroker.errors import ErrorCode
+from mockbroker.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     from mockbroker.handlers.context import RequestContext
+
+P = ParamSpec("P")
 
 
 def not_coordinator(ctx: RequestContext, group_id: str) -> int:
@@ -17,6 +20,16 @@ def not_coordinator(ctx: RequestContext, group_id: str) -> int:
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID
     return 0 if ctx.cluster.coordinator_for(group_id).node_id == ctx.broker_id else ErrorCode.NOT_COORDINATOR
+
+
+def refusal(call: Callable[P, object], *args: P.args, **kwargs: P.kwargs) -> int:
+    """``call(*args, **kwargs)`` for answers that carry a code per item: 0 when it passes, else the code of
+    the KafkaError it raised (the group coordinator raises its refusals)."""
+    try:
+        call(*args, **kwargs)
+    except KafkaError as exc:
+        return exc.code
+    return 0
 
 
 def reply_future() -> tuple[asyncio.Future[Any], Callable[..., None]]:

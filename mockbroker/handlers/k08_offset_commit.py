@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.groups_common import not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -76,7 +76,8 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
     commit_code = 0
     if not group_code and offsets:
         instance_id = req.group_instance_id if ctx.api_version >= 7 else None
-        commit_code = ctx.cluster.groups.commit(req.group_id, member_id or "", generation, offsets, instance_id)
+        commit_code = refusal(ctx.cluster.groups.commit, req.group_id, member_id or "", generation, offsets,
+                              instance_id)
     return RESP.OffsetCommitResponse(topics=[
         RESP.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
             RESP.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=err or commit_code)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.groups_common import not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -79,7 +79,7 @@ def handle(ctx: RequestContext, req: OffsetFetchRequest) -> Any:
         for g in req.groups:
             code = _group_code(ctx, g.group_id)
             if not code and ctx.api_version >= 9 and g.member_id is not None:
-                code = ctx.cluster.groups.validate_member(g.group_id, g.member_id, g.member_epoch)
+                code = refusal(ctx.cluster.groups.validate_member, g.group_id, g.member_id, g.member_epoch)
             found = {} if code else _offsets(ctx, g.group_id, g.topics, ctx.api_version >= 10, req.require_stable)
             results.append(RESP.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
                 RESP.OffsetFetchResponseTopics(

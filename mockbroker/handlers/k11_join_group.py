@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.errors import ErrorCode
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator, reply_future
 from mockbroker.handlers.registry import register
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from mockbroker.protocol.generated.join_group_request import JoinGroupRequest
 
 RESP = api.response_module(11)
+# the refusals whose answer names the request's member id (INVALID_GROUP_ID and INCONSISTENT_GROUP_PROTOCOL
+# from the group coordinator answer member_id "")
+_ECHO_MEMBER_ID = frozenset((ErrorCode.FENCED_INSTANCE_ID, ErrorCode.UNKNOWN_MEMBER_ID))
 
 
 def _response(ctx: RequestContext, req: JoinGroupRequest, result: JoinResult) -> Any:
@@ -64,10 +67,14 @@ def handle(ctx: RequestContext, req: JoinGroupRequest) -> Any:
         return _response(ctx, req, JoinResult(code, member_id=req.member_id))
     future, reply = reply_future()
     rebalance_ms = req.rebalance_timeout_ms if ctx.api_version >= 1 else req.session_timeout_ms
-    ctx.cluster.groups.join(req.group_id, req.member_id, req.group_instance_id, ctx.client_id or "",
-                            req.session_timeout_ms, rebalance_ms, req.protocol_type,
-                            [(p.name, bytes(p.metadata)) for p in req.protocols], ctx.api_version >= 4, reply,
-                            skip_ok=ctx.api_version >= 9)
+    try:
+        ctx.cluster.groups.join(req.group_id, req.member_id, req.group_instance_id, ctx.client_id or "",
+                                req.session_timeout_ms, rebalance_ms, req.protocol_type,
+                                [(p.name, bytes(p.metadata)) for p in req.protocols], ctx.api_version >= 4, reply,
+                                skip_ok=ctx.api_version >= 9)
+    except KafkaError as exc:  # refused at once
+        member_id = req.member_id if exc.code in _ECHO_MEMBER_ID else ""
+        return _response(ctx, req, JoinResult(exc.code, member_id=member_id))
     if future.done():
         return _response(ctx, req, future.result())
     return _wait(ctx, req, future)

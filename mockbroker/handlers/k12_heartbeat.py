@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.groups_common import not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -26,6 +26,7 @@ RESP = api.response_module(12)
 def handle(ctx: RequestContext, req: HeartbeatRequest) -> Any:
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
         return RESP.HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    code = not_coordinator(ctx, req.group_id) or ctx.cluster.groups.heartbeat(
-        req.group_id, req.member_id, req.generation_id, req.group_instance_id if ctx.api_version >= 3 else None)
+    code = not_coordinator(ctx, req.group_id) or refusal(
+        ctx.cluster.groups.heartbeat, req.group_id, req.member_id, req.generation_id,
+        req.group_instance_id if ctx.api_version >= 3 else None)
     return RESP.HeartbeatResponse(error_code=code)

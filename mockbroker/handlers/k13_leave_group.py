@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.groups_common import not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -31,8 +31,9 @@ def handle(ctx: RequestContext, req: LeaveGroupRequest) -> Any:
         return RESP.LeaveGroupResponse(error_code=code)
     groups = ctx.cluster.groups
     if ctx.api_version < 3:
-        return RESP.LeaveGroupResponse(error_code=groups.leave(req.group_id, req.member_id))
+        return RESP.LeaveGroupResponse(error_code=refusal(groups.leave, req.group_id, req.member_id))
     members = [RESP.MemberResponse(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                                   error_code=groups.leave(req.group_id, m.member_id, m.group_instance_id))
+                                   error_code=refusal(groups.leave, req.group_id, m.member_id,
+                                                      m.group_instance_id))
                for m in req.members]
     return RESP.LeaveGroupResponse(error_code=0, members=members)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.errors import ErrorCode
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.groups_common import not_coordinator, reply_future
 from mockbroker.handlers.registry import register
@@ -40,8 +40,11 @@ def handle(ctx: RequestContext, req: SyncGroupRequest) -> Any:
         return RESP.SyncGroupResponse(error_code=code, assignment=b"")
     future, reply = reply_future()
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
-    ctx.cluster.groups.sync(req.group_id, req.member_id, req.generation_id, assignments, reply,
-                            req.group_instance_id if ctx.api_version >= 3 else None)
+    try:
+        ctx.cluster.groups.sync(req.group_id, req.member_id, req.generation_id, assignments, reply,
+                                req.group_instance_id if ctx.api_version >= 3 else None)
+    except KafkaError as exc:  # refused at once (fenced, unknown member, generation, rebalancing)
+        return _response(ctx, req, exc.code, b"")
     if future.done():
         return _response(ctx, req, *future.result())
     return _wait(ctx, req, future)

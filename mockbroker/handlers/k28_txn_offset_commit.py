@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.groups_common import not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -70,7 +70,8 @@ def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Any:
     if not code and offsets:
         generation = req.generation_id if ctx.api_version >= 3 else -1
         member = req.member_id if ctx.api_version >= 3 else ""
-        member_code = ctx.cluster.groups.txn_commit(req.group_id, req.producer_id, member, generation, offsets)
+        member_code = refusal(ctx.cluster.groups.txn_commit, req.group_id, req.producer_id, member, generation,
+                              offsets)
         if member_code:
             codes = {tp: member_code if c == 0 else c for tp, c in codes.items()}
     by_topic: dict[str, list[Any]] = {}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.groups_common import not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -25,7 +25,8 @@ RESP = api.response_module(42)
 @register(42, 0, 2)
 def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> Any:
     allowed = authz.authorized(ctx, authz.DELETE, authz.GROUP, req.groups_names)
-    results = [RESP.DeletableGroupResult(group_id=g, error_code=not_coordinator(ctx, g) or ctx.cluster.groups.delete(g))
+    delete = ctx.cluster.groups.delete
+    results = [RESP.DeletableGroupResult(group_id=g, error_code=not_coordinator(ctx, g) or refusal(delete, g))
                for g in allowed]
     if len(allowed) != len(req.groups_names):
         results += [RESP.DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.groups_common import not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -41,7 +41,7 @@ def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> Any:
     if not authz.authorize(ctx, authz.DELETE, authz.GROUP, req.group_id):
         return RESP.OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
     groups = ctx.cluster.groups
-    code = not_coordinator(ctx, req.group_id) or groups.offsets_deletable(req.group_id)
+    code = not_coordinator(ctx, req.group_id) or refusal(groups.offsets_deletable, req.group_id)
     if code:
         return RESP.OffsetDeleteResponse(error_code=code, topics=[])
     subscribed = groups.subscribed_topics(req.group_id, ctx.cluster.partition_counts())

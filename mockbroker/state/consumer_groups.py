@@ -289,13 +289,13 @@ class ConsumerGroupLogic:
             elif member.revoking and 0 <= member.revoke_deadline_ms < now:
                 self._remove(g, member.member_id)
 
-    def validate_commit(self, g: ConsumerGroupState, member_id: str, epoch: int) -> int:
-        """OffsetCommit/OffsetFetch from a member of a consumer group: its id and epoch must be current."""
+    def validate_commit(self, g: ConsumerGroupState, member_id: str, epoch: int) -> None:
+        """OffsetCommit/OffsetFetch from a member of a consumer group: its id and epoch must be current, else
+        UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH is raised (an admin commit, no id and epoch -1, passes)."""
         if not member_id and epoch < 0:
-            return 0  # an admin commit
+            return  # an admin commit
         member = g.members.get(member_id)
         if member is None or member.left_static:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in the group")
         if epoch != member.epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return 0
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"epoch {epoch} is not the member's {member.epoch}")

@@ -11,7 +11,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.codec_errors import CodecError
-from mockbroker.errors import ErrorCode
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.protocol import api
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS, partition_for
 
@@ -48,6 +48,17 @@ def subscription_topics(metadata: bytes) -> set[str]:
     return set(sub.topics)
 
 
+def _check_member(group: Group, member_id: str, generation: int, completing_refused: bool) -> None:
+    """A classic member's commit: raises UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS (while the group completes
+    a rebalance, when ``completing_refused``) or ILLEGAL_GENERATION."""
+    if member_id not in group.members:
+        raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group.group_id}")
+    if completing_refused and group.state == COMPLETING:
+        raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {group.group_id} is completing a rebalance")
+    if generation != group.generation:
+        raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not {group.generation}")
+
+
 class GroupOffsets:
     groups: dict[str, Group]
     consumer_logic: ConsumerGroupLogic | None
@@ -55,45 +66,35 @@ class GroupOffsets:
     def group(self, group_id: str) -> Group:  # provided by GroupCoordinator
         raise NotImplementedError
 
-    def fenced(self, group_id: str, member_id: str, instance_id: str | None) -> int:
+    def check_not_fenced(self, group_id: str, member_id: str, instance_id: str | None) -> None:
         raise NotImplementedError
 
     def commit(self, group_id: str, member_id: str, generation: int,
-               offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None) -> int:
-        if self.fenced(group_id, member_id, instance_id):
-            return ErrorCode.FENCED_INSTANCE_ID
+               offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None) -> None:
+        """OffsetCommit: store the offsets; raises FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
+        ILLEGAL_GENERATION (classic groups) or UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH (consumer groups)."""
+        self.check_not_fenced(group_id, member_id, instance_id)
         group = self.group(group_id)
         if group.consumer is not None and self.consumer_logic is not None:
-            code = self.consumer_logic.validate_commit(group.consumer, member_id, generation)
-            if code:
-                return code
+            self.consumer_logic.validate_commit(group.consumer, member_id, generation)
         elif generation >= 0 or member_id:
-            if member_id not in group.members:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if group.state == COMPLETING:
-                return ErrorCode.REBALANCE_IN_PROGRESS
-            if generation != group.generation:
-                return ErrorCode.ILLEGAL_GENERATION
+            _check_member(group, member_id, generation, completing_refused=True)
             # while PreparingRebalance the old generation may still commit (commit on revoke), as in Kafka
-        elif group.members:
-            return ErrorCode.ILLEGAL_GENERATION  # a simple commit into a group with members
+        elif group.members:  # a simple commit into a group with members
+            raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"group {group_id} has members: a simple commit is refused")
         for topic, partition, offset, epoch, metadata in offsets:
             group.offsets[(topic, partition)] = (offset, epoch, metadata)
-        return 0
 
     def txn_commit(self, group_id: str, producer_id: int, member_id: str, generation: int,
-                   offsets: list[tuple[str, int, int, int, str | None]]) -> int:
-        """TxnOffsetCommit: hold the offsets until the producer's transaction ends."""
+                   offsets: list[tuple[str, int, int, int, str | None]]) -> None:
+        """TxnOffsetCommit: hold the offsets until the producer's transaction ends; raises UNKNOWN_MEMBER_ID
+        or ILLEGAL_GENERATION."""
         group = self.group(group_id)
         if generation >= 0 or member_id:
-            if member_id not in group.members:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation != group.generation:
-                return ErrorCode.ILLEGAL_GENERATION
+            _check_member(group, member_id, generation, completing_refused=False)
         pending = group.pending_txn.setdefault(producer_id, {})
         for topic, partition, offset, epoch, metadata in offsets:
             pending[(topic, partition)] = (offset, epoch, metadata)
-        return 0
 
     def complete_txn(self, group_id: str, producer_id: int, commit: bool) -> None:
         group = self.groups.get(group_id)
@@ -128,23 +129,23 @@ class GroupOffsets:
         group = self.groups.get(group_id)
         return dict(group.offsets) if group else {}
 
-    def validate_member(self, group_id: str, member_id: str, member_epoch: int) -> int:
-        """OffsetFetch v9+ from a KIP-848 member: its id and epoch must be current (classic groups: 0)."""
+    def validate_member(self, group_id: str, member_id: str, member_epoch: int) -> None:
+        """OffsetFetch v9+ from a KIP-848 member: its id and epoch must be current, else UNKNOWN_MEMBER_ID or
+        STALE_MEMBER_EPOCH is raised (classic groups: no check)."""
         group = self.groups.get(group_id)
         if group is None or group.consumer is None or self.consumer_logic is None:
-            return 0
-        return self.consumer_logic.validate_commit(group.consumer, member_id, member_epoch)
+            return
+        self.consumer_logic.validate_commit(group.consumer, member_id, member_epoch)
 
     # -- OffsetDelete ------------------------------------------------------------------------------
-    def offsets_deletable(self, group_id: str) -> int:
-        """GROUP_ID_NOT_FOUND / NON_EMPTY_GROUP when OffsetDelete cannot touch the group, else 0."""
+    def offsets_deletable(self, group_id: str) -> None:
+        """Raises GROUP_ID_NOT_FOUND / NON_EMPTY_GROUP when OffsetDelete cannot touch the group."""
         group = self.groups.get(group_id)
         active = group is not None and (group.members or (group.consumer is not None and group.consumer.members))
         if group is None or not (active or group.offsets):
-            return ErrorCode.GROUP_ID_NOT_FOUND
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id} does not exist")
         if group.members and group.protocol_type != "consumer":
-            return ErrorCode.NON_EMPTY_GROUP
-        return 0
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"group {group_id} has members that are not consumers")
 
     def subscribed_topics(self, group_id: str, topics: dict[str, int]) -> set[str]:
         """Topics the group's current members subscribe to."""

@@ -4,6 +4,14 @@ Plain synchronous state.  Joins and syncs that must wait for other members are g
 (``reply``) that the group calls when the answer is ready; the server turns those into futures.
 Time only moves through :meth:`GroupCoordinator.tick`, which the server calls periodically with
 the clock's time, so tests can drive rebalances and session expiry with a manual clock.
+
+Refusals, one convention (here and in the GroupOffsets mixin): a refusal known at once raises
+KafkaError(code, message); an answer that may have to wait for other members (JoinGroup, SyncGroup)
+goes through the ``reply`` callback, and so do refusals decided while it waits (a member removed
+mid-join) and answers that carry data beside their code (MEMBER_ID_REQUIRED with the new member id).
+So :meth:`GroupCoordinator.join` and :meth:`GroupCoordinator.sync` either raise (before any waiting)
+or call ``reply``; every other method returns its data (or None) and raises on refusal.  Handlers that
+answer a code per item turn a raise into its code with ``groups_common.refusal``.
 """
 
 from __future__ import annotations
@@ -90,24 +98,21 @@ class GroupCoordinator(GroupOffsets):
     def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, session_ms: int,
              rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]], require_known: bool,
              reply: Callable[[JoinResult], None], skip_ok: bool = False) -> None:
-        """A JoinGroup; ``require_known``: v4+ (MEMBER_ID_REQUIRED first), ``skip_ok``: v9+ (SkipAssignment)."""
-        if not group_id:
-            reply(JoinResult(ErrorCode.INVALID_GROUP_ID))
-            return
+        """A JoinGroup; ``require_known``: v4+ (MEMBER_ID_REQUIRED first), ``skip_ok``: v9+ (SkipAssignment).
+        Raises KafkaError for INVALID_GROUP_ID, INCONSISTENT_GROUP_PROTOCOL, FENCED_INSTANCE_ID and
+        UNKNOWN_MEMBER_ID; every other answer goes to ``reply``."""
+        check_group_id(group_id)
         group = self.group(group_id)
         if group.consumer is not None:
             if group.consumer.members:
-                reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-                return
+                raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"group {group_id} is a consumer group")
             group.consumer = None  # an empty consumer group turns classic
         if not self._supports_protocols(group, protocol_type, protocols):
-            reply(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return
+            raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"protocols not supported by group {group_id}")
         holder = self._holder(group, instance_id)
         if holder is not None:
             if member_id and member_id != holder.member_id:
-                reply(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=member_id))
-                return
+                raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} is held by another member")
             if not member_id:
                 self._replace_static(group, holder, client_id, (session_ms, rebalance_ms), protocols, reply, skip_ok)
                 return
@@ -118,8 +123,7 @@ class GroupCoordinator(GroupOffsets):
                 reply(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
                 return
         elif member_id not in group.members and member_id not in group.pending_ids:
-            reply(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
-            return
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id}")
         group.pending_ids.discard(member_id)
         now = self.clock.now_ms()
         member = group.members.get(member_id)
@@ -160,10 +164,11 @@ class GroupCoordinator(GroupOffsets):
             return None
         return next((m for m in group.members.values() if m.group_instance_id == instance_id), None)
 
-    def fenced(self, group_id: str, member_id: str, instance_id: str | None) -> int:
-        """FENCED_INSTANCE_ID when ``instance_id`` belongs to a member with another id (a zombie)."""
+    def check_not_fenced(self, group_id: str, member_id: str, instance_id: str | None) -> None:
+        """Raises FENCED_INSTANCE_ID when ``instance_id`` belongs to a member with another id (a zombie)."""
         holder = self._holder(self.groups.get(group_id), instance_id)
-        return ErrorCode.FENCED_INSTANCE_ID if holder is not None and holder.member_id != member_id else 0
+        if holder is not None and holder.member_id != member_id:
+            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} is held by another member")
 
     def _replace_static(self, group: Group, holder: Member, client_id: str, timeouts: tuple[int, int],
                         protocols: list[tuple[str, bytes]], reply: Callable[[JoinResult], None], skip_ok: bool) -> None:
@@ -272,21 +277,19 @@ class GroupCoordinator(GroupOffsets):
     # -- SyncGroup ------------------------------------------------------------------------------
     def sync(self, group_id: str, member_id: str, generation: int, assignments: dict[str, bytes],
              reply: Callable[[int, bytes], None], instance_id: str | None = None) -> None:
-        if self.fenced(group_id, member_id, instance_id):
-            reply(ErrorCode.FENCED_INSTANCE_ID, b"")
-            return
+        """A SyncGroup: raises KafkaError for FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION and
+        REBALANCE_IN_PROGRESS (a group preparing a rebalance); the assignment, now or once the leader
+        syncs, goes to ``reply`` (code, assignment)."""
+        self.check_not_fenced(group_id, member_id, instance_id)
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group else None
         if group is None or member is None:
-            reply(ErrorCode.UNKNOWN_MEMBER_ID, b"")
-            return
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id}")
         if generation != group.generation:
-            reply(ErrorCode.ILLEGAL_GENERATION, b"")
-            return
+            raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not {group.generation}")
         member.last_seen_ms = self.clock.now_ms()
         if group.state == PREPARING:
-            reply(ErrorCode.REBALANCE_IN_PROGRESS, b"")
-            return
+            raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {group_id} is rebalancing")
         if group.state == STABLE:
             reply(0, member.assignment)
             return
@@ -301,33 +304,33 @@ class GroupCoordinator(GroupOffsets):
                     m.sync_reply = None
 
     # -- Heartbeat / LeaveGroup -------------------------------------------------------------------
-    def heartbeat(self, group_id: str, member_id: str, generation: int, instance_id: str | None = None) -> int:
-        if self.fenced(group_id, member_id, instance_id):
-            return ErrorCode.FENCED_INSTANCE_ID
+    def heartbeat(self, group_id: str, member_id: str, generation: int, instance_id: str | None = None) -> None:
+        """A Heartbeat: keeps the member's session; raises FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID,
+        REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION."""
+        self.check_not_fenced(group_id, member_id, instance_id)
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group else None
         if group is None or member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id}")
         member.last_seen_ms = self.clock.now_ms()
         if group.state == PREPARING:
-            return ErrorCode.REBALANCE_IN_PROGRESS
+            raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {group_id} is rebalancing")
         if generation != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
-        return 0
+            raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not {group.generation}")
 
-    def leave(self, group_id: str, member_id: str, instance_id: str | None = None) -> int:
+    def leave(self, group_id: str, member_id: str, instance_id: str | None = None) -> None:
+        """A member leaves (a static one by its instance id); raises UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID."""
         group = self.groups.get(group_id)
         if instance_id is not None:
             holder = self._holder(group, instance_id)
             if holder is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"no member of {group_id} has instance {instance_id}")
             if member_id and member_id != holder.member_id:
-                return ErrorCode.FENCED_INSTANCE_ID
+                raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} is held by another member")
             member_id = holder.member_id
         if group is None or member_id not in group.members:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id}")
         self._remove(group, [member_id])
-        return 0
 
     def _remove(self, group: Group, member_ids: list[str]) -> None:
         for mid in member_ids:
@@ -384,15 +387,15 @@ class GroupCoordinator(GroupOffsets):
         return [g for g in self.groups.values()
                 if g.members or g.offsets or g.state != EMPTY or (g.consumer is not None and g.consumer.members)]
 
-    def delete(self, group_id: str) -> int:
+    def delete(self, group_id: str) -> None:
+        """DeleteGroups: an empty group goes with its offsets; raises GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP."""
         group = self.groups.get(group_id)
         active = group is not None and (group.members or (group.consumer is not None and group.consumer.members))
         if group is None or not (active or group.offsets):
-            return ErrorCode.GROUP_ID_NOT_FOUND
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id} does not exist")
         if active:
-            return ErrorCode.NON_EMPTY_GROUP
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"group {group_id} has members")
         del self.groups[group_id]
-        return 0
 
 
 def check_group_id(group_id: str | None) -> None:

@@ -193,12 +193,15 @@ def test_offset_delete_with_kafka_python_admin() -> None:
     with MockCluster(brokers=3, topics={"orders": 2, "other": 1}) as cluster:
         fill(cluster, "orders", 20, 2)
         fill(cluster, "other", 10, 1)
+        state = cluster.state.groups
+        # an admin commit for a topic nobody reads, made while the group has no members (a simple commit into
+        # a group with members is refused: ILLEGAL_GENERATION)
+        state.commit("od", "", -1, [("other", 0, 7, -1, None)])
         c = consumer(cluster, "od")
         c.subscribe(["orders"])
         poll_until([c], lambda seen: len(seen) >= 20)
         c.commit(asynchronous=False)
-        state = cluster.state.groups
-        state.commit("od", "", -1, [("other", 0, 7, -1, None)])  # an admin commit for a topic nobody reads
+        assert state.committed("od", "other", 0)[0] == 7
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
         try:
             result = admin.delete_group_offsets("od", [KTP("orders", 0), KTP("other", 0)])

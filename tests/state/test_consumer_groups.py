@@ -122,7 +122,11 @@ def test_new_partitions_bump_the_group_epoch() -> None:
 def test_commits_check_member_epoch() -> None:
     c = Cluster({"t": 2})
     c.beat("a", 0)
-    assert c.logic.validate_commit(c.group, "a", 1) == 0
-    assert c.logic.validate_commit(c.group, "a", 0) == ErrorCode.STALE_MEMBER_EPOCH
-    assert c.logic.validate_commit(c.group, "zz", 1) == ErrorCode.UNKNOWN_MEMBER_ID
-    assert c.logic.validate_commit(c.group, "", -1) == 0
+    c.logic.validate_commit(c.group, "a", 1)  # current: no KafkaError
+    with pytest.raises(KafkaError) as stale:
+        c.logic.validate_commit(c.group, "a", 0)
+    assert stale.value.code == ErrorCode.STALE_MEMBER_EPOCH
+    with pytest.raises(KafkaError) as unknown:
+        c.logic.validate_commit(c.group, "zz", 1)
+    assert unknown.value.code == ErrorCode.UNKNOWN_MEMBER_ID
+    c.logic.validate_commit(c.group, "", -1)  # an admin commit: no KafkaError

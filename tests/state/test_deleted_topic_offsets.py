@@ -11,9 +11,9 @@ def test_deleting_a_topic_drops_its_committed_and_pending_offsets() -> None:
     state.create_topic("gone", 2)
     state.create_topic("kept", 1)
     gc = state.groups
-    assert gc.commit("a", "", -1, [("gone", 0, 5, -1, None), ("gone", 1, 6, -1, None), ("kept", 0, 7, -1, "m")]) == 0
-    assert gc.commit("b", "", -1, [("kept", 0, 2, -1, None)]) == 0
-    assert gc.txn_commit("c", 42, "", -1, [("gone", 0, 9, -1, None), ("kept", 0, 3, -1, None)]) == 0
+    gc.commit("a", "", -1, [("gone", 0, 5, -1, None), ("gone", 1, 6, -1, None), ("kept", 0, 7, -1, "m")])
+    gc.commit("b", "", -1, [("kept", 0, 2, -1, None)])
+    gc.txn_commit("c", 42, "", -1, [("gone", 0, 9, -1, None), ("kept", 0, 3, -1, None)])
     state.delete_topic("gone")
     assert gc.committed_all("a") == {("kept", 0): (7, -1, "m")}
     assert gc.committed_all("b") == {("kept", 0): (2, -1, None)}

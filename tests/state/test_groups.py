@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from mockbroker.errors import ErrorCode
+from collections.abc import Callable
+
+import pytest
+
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.clock import ManualClock
 from mockbroker.state.groups import COMPLETING, EMPTY, PREPARING, STABLE, GroupCoordinator, JoinResult
 
 PROTOCOLS = [("range", b"meta")]
+
+
+def refused(call: Callable[..., object], *args: object) -> int:
+    """The code of the KafkaError ``call(*args)`` raises (the coordinator raises its refusals)."""
+    with pytest.raises(KafkaError) as exc:
+        call(*args)
+    return exc.value.code
 
 
 def join(gc: GroupCoordinator, member: str = "", require_known: bool = True) -> list[JoinResult]:
@@ -26,9 +37,9 @@ def test_member_id_required_then_join_sync_stable() -> None:
     synced: list = []
     gc.sync("g", first.member_id, 1, {first.member_id: b"assigned"}, lambda *r: synced.append(r))
     assert synced == [(0, b"assigned")] and gc.groups["g"].state == STABLE
-    assert gc.heartbeat("g", first.member_id, 1) == 0
-    assert gc.heartbeat("g", first.member_id, 0) == ErrorCode.ILLEGAL_GENERATION
-    assert gc.heartbeat("g", "nobody", 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    gc.heartbeat("g", first.member_id, 1)  # accepted: no KafkaError
+    assert refused(gc.heartbeat, "g", first.member_id, 0) == ErrorCode.ILLEGAL_GENERATION
+    assert refused(gc.heartbeat, "g", "nobody", 1) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_a_second_member_triggers_a_rebalance_that_waits_for_the_first() -> None:
@@ -38,8 +49,9 @@ def test_a_second_member_triggers_a_rebalance_that_waits_for_the_first() -> None
     gc.sync("g", a, 1, {a: b"x"}, lambda *r: None)
     waiting_b = join(gc, require_known=False)
     assert waiting_b == [] and gc.groups["g"].state == PREPARING
-    assert gc.heartbeat("g", a, 1) == ErrorCode.REBALANCE_IN_PROGRESS
-    assert gc.commit("g", a, 1, [("t", 0, 5, -1, None)]) == 0  # commit on revoke is allowed
+    assert refused(gc.heartbeat, "g", a, 1) == ErrorCode.REBALANCE_IN_PROGRESS
+    gc.commit("g", a, 1, [("t", 0, 5, -1, None)])  # commit on revoke is allowed (no KafkaError)
+    assert gc.committed("g", "t", 0)[0] == 5
     rejoin_a = join(gc, a)
     assert rejoin_a[0].generation == 2 and waiting_b[0].generation == 2
     assert len(rejoin_a[0].members) == 2 and waiting_b[0].members == []  # a stays leader
@@ -71,10 +83,11 @@ def test_rebalance_timeout_drops_members_that_do_not_rejoin() -> None:
 
 def test_simple_commits_only_without_members() -> None:
     gc = GroupCoordinator(ManualClock())
-    assert gc.commit("solo", "", -1, [("t", 1, 7, 3, "m")]) == 0
+    gc.commit("solo", "", -1, [("t", 1, 7, 3, "m")])
     assert gc.committed("solo", "t", 1) == (7, 3, "m")
     join(gc, require_known=False)
-    assert gc.commit("g", "", -1, [("t", 0, 1, -1, None)]) == ErrorCode.ILLEGAL_GENERATION
+    assert refused(gc.commit, "g", "", -1, [("t", 0, 1, -1, None)]) == ErrorCode.ILLEGAL_GENERATION
+    assert gc.committed("g", "t", 0)[0] == -1
 
 
 def test_protocol_is_chosen_by_vote_not_by_the_leader() -> None:
@@ -110,12 +123,14 @@ def test_static_member_takes_over_and_fences_the_old_id() -> None:
     got: list = []
     gc.sync("g", new, gen, {}, lambda *r: got.append(r), "inst")
     assert got == [(0, b"S")]  # the old assignment
-    assert gc.heartbeat("g", static, gen, "inst") == ErrorCode.FENCED_INSTANCE_ID
+    assert refused(gc.heartbeat, "g", static, gen, "inst") == ErrorCode.FENCED_INSTANCE_ID
     zombie: list[JoinResult] = []
-    gc.join("g", static, "inst", "c", 1000, 5000, "consumer", PROTOCOLS, True, zombie.append)
-    assert zombie[0].error == ErrorCode.FENCED_INSTANCE_ID
-    assert gc.leave("g", static, "inst") == ErrorCode.FENCED_INSTANCE_ID
-    assert gc.leave("g", "", "inst") == 0 and new not in gc.groups["g"].members
+    assert refused(gc.join, "g", static, "inst", "c", 1000, 5000, "consumer", PROTOCOLS, True,
+                   zombie.append) == ErrorCode.FENCED_INSTANCE_ID
+    assert zombie == []  # refused at once: nothing through the reply callback
+    assert refused(gc.leave, "g", static, "inst") == ErrorCode.FENCED_INSTANCE_ID
+    gc.leave("g", "", "inst")
+    assert new not in gc.groups["g"].members
 
 
 def _static_group(gc: GroupCoordinator) -> tuple[str, str, int]:
@@ -145,7 +160,7 @@ def test_static_leader_rejoining_gets_skip_assignment_from_v9() -> None:
     got: list = []
     gc.sync("g", new, gen, {}, lambda *r: got.append(r), "lead")  # it assigns nothing: its old assignment
     assert got == [(0, b"L")]
-    assert gc.heartbeat("g", other, gen, "other") == 0  # the other member goes on undisturbed
+    gc.heartbeat("g", other, gen, "other")  # the other member goes on undisturbed (no KafkaError)
 
 
 def test_static_leader_rejoining_before_v9_is_told_its_old_id_and_acts_as_a_follower() -> None:

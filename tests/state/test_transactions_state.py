@@ -136,11 +136,11 @@ def test_delayed_markers_hold_the_prepare_state() -> None:
 
 def test_group_offsets_committed_in_a_transaction() -> None:
     groups = GroupCoordinator(ManualClock(0))
-    assert groups.txn_commit("g", 5, "", -1, [("t", 0, 42, -1, None)]) == 0
+    groups.txn_commit("g", 5, "", -1, [("t", 0, 42, -1, None)])
     assert groups.committed("g", "t", 0)[0] == -1 and groups.unstable("g", "t", 0)
     groups.complete_txn("g", 5, commit=True)
     assert groups.committed("g", "t", 0)[0] == 42 and not groups.unstable("g", "t", 0)
     groups.txn_commit("g", 5, "", -1, [("t", 0, 50, -1, None)])
     groups.complete_txn("g", 5, commit=False)
     assert groups.committed("g", "t", 0)[0] == 42
-    assert groups.txn_commit("g", 5, "nobody", 3, []) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert code_of(groups.txn_commit, "g", 5, "nobody", 3, []) == ErrorCode.UNKNOWN_MEMBER_ID
