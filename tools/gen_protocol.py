@@ -3,10 +3,16 @@
     python tools/gen_protocol.py            # (re)write mockbroker/protocol/generated/ and error_table.py
     python tools/gen_protocol.py --check    # fail if the committed output differs from a fresh run
 
-The specs are read from ``../shared/kafka-spec`` beside the repository (or ``$MOCKBROKER_KAFKA_SPEC``).
-For each (message, version) the newest spec tree that defines the version wins.  The output is
-committed, so users of mockbroker never need the specs.  Output is deterministic: the same specs
-give the same bytes.
+The specs are read from ``../shared/kafka-spec`` beside the repository (or ``$MOCKBROKER_KAFKA_SPEC``)
+and from the repository's own overlay, ``tools/protogen/spec-overlay/``, which counts as the newest
+tree: JSON files named and shaped like Kafka's (e.g. the stable share-group APIs of Kafka 4.1+ that
+the shared trees lack) and an ``errors.tsv`` whose rows are merged after the shared ``errors.tsv``
+(same columns; a row replaces the shared one with its code).  For each (message, version) the
+newest spec tree that defines the version wins, so an overlay file defines only the versions it
+adds or corrects (its ``validVersions``); the older versions still come from the shared trees.
+Without the shared specs there is nothing to generate or check (the overlay alone is not enough).
+The output is committed, so users of mockbroker never need the specs.  Output is deterministic:
+the same specs give the same bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent / "protogen"))
 
 from emit_module import all_outputs
-from spec import load_messages
+from spec import OVERLAY_DIR, error_tables, load_messages
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / "mockbroker" / "protocol"
@@ -30,8 +36,9 @@ def spec_root() -> Path:
     return Path(env) if env else ROOT.parent / "shared" / "kafka-spec"
 
 
-def generate(specs: Path) -> dict[str, str]:
-    return all_outputs(load_messages(specs), specs / "errors.tsv")
+def generate(specs: Path, overlay: Path | None = OVERLAY_DIR) -> dict[str, str]:
+    """Every generated file (path relative to mockbroker/protocol -> text) from the shared specs and the overlay."""
+    return all_outputs(load_messages(specs, overlay), error_tables(specs, overlay))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -104,6 +104,7 @@ ERRORS: dict[int, tuple[str, bool, str]] = {
     96: ('FEATURE_UPDATE_FAILED', False, 'Unable to update finalized features due to an unexpected server error.'),
     97: ('PRINCIPAL_DESERIALIZATION_FAILURE', False, 'Request principal deserialization failed during forwarding.  This indicates an internal error on the broker cluster security setup.'),
     98: ('SNAPSHOT_NOT_FOUND', False, 'Requested snapshot was not found.'),
+    99: ('POSITION_OUT_OF_RANGE', False, 'Requested position is not greater than or equal to zero, and less than the size of the snapshot.'),
     100: ('UNKNOWN_TOPIC_ID', True, 'This server does not host this topic ID.'),
     101: ('DUPLICATE_BROKER_REGISTRATION', False, 'This broker ID is already in use.'),
     102: ('BROKER_ID_NOT_REGISTERED', False, 'The given broker ID was not registered.'),
@@ -133,6 +134,11 @@ ERRORS: dict[int, tuple[str, bool, str]] = {
     126: ('DUPLICATE_VOTER', False, 'The voter is already part of the set of voters.'),
     127: ('VOTER_NOT_FOUND', False, 'The voter is not part of the set of voters.'),
     128: ('INVALID_REGULAR_EXPRESSION', False, 'The regular expression is not valid.'),
+    129: ('REBOOTSTRAP_REQUIRED', False, 'Client metadata is stale. The client should rebootstrap to obtain new metadata.'),
+    130: ('STREAMS_INVALID_TOPOLOGY', False, 'The supplied topology is invalid.'),
+    131: ('STREAMS_INVALID_TOPOLOGY_EPOCH', False, 'The supplied topology epoch is invalid.'),
+    132: ('STREAMS_TOPOLOGY_FENCED', False, 'The supplied topology epoch is outdated.'),
+    133: ('SHARE_SESSION_LIMIT_REACHED', True, 'The limit of share sessions has been reached.'),
 }
 
 
@@ -239,6 +245,7 @@ class ErrorCode(IntEnum):
     FEATURE_UPDATE_FAILED = 96
     PRINCIPAL_DESERIALIZATION_FAILURE = 97
     SNAPSHOT_NOT_FOUND = 98
+    POSITION_OUT_OF_RANGE = 99
     UNKNOWN_TOPIC_ID = 100
     DUPLICATE_BROKER_REGISTRATION = 101
     BROKER_ID_NOT_REGISTERED = 102
@@ -268,3 +275,8 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133

@@ -136,6 +136,13 @@ BROKER_RANGES: dict[str, tuple[float | None, float | None]] = {
     "log.retention.check.interval.ms": (1, None), "log.cleaner.backoff.ms": (0, None),
     "quota.window.num": (1, None), "quota.window.size.seconds": (1, None),
     "connection.failed.authentication.delay.ms": (0, None), "min.insync.replicas": (1, None),
+    "group.share.session.timeout.ms": (1, None), "group.share.min.session.timeout.ms": (1, None),
+    "group.share.max.session.timeout.ms": (1, None), "group.share.heartbeat.interval.ms": (1, None),
+    "group.share.min.heartbeat.interval.ms": (1, None), "group.share.max.heartbeat.interval.ms": (1, None),
+    "group.share.record.lock.duration.ms": (1000, 3600000), "group.share.min.record.lock.duration.ms": (1000, 30000),
+    "group.share.max.record.lock.duration.ms": (30000, 3600000), "group.share.max.size": (1, 1000),
+    "group.share.delivery.count.limit": (2, 10), "group.share.partition.max.record.locks": (100, 10000),
+    "group.share.max.share.sessions": (1, None),
     "log.segment.bytes": (14, None), "log.cleaner.threads": (0, None),
     # the mock's own keys
     "mock.transaction.marker.delay.ms": (0, None), "mock.journal.max.entries": (0, None),
@@ -207,6 +214,13 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "group.share.record.lock.duration.ms": _b(INT, "30000", "Share group record lock duration."),
     "group.share.min.record.lock.duration.ms": _b(INT, "15000", "Shortest share.record.lock.duration.ms."),
     "group.share.max.record.lock.duration.ms": _b(INT, "60000", "Longest share.record.lock.duration.ms."),
+    "group.share.max.size": _b(INT, "200", "Most members of a share group."),
+    "group.share.delivery.count.limit": _b(INT, "5", "Deliveries of a record to a share group before it is "
+                                           "archived."),
+    "group.share.partition.max.record.locks": _b(INT, "2000", "In-flight records (acquisition locks) per "
+                                                 "share-partition."),
+    "group.share.max.share.sessions": _b(INT, "2000", "Share sessions (ShareFetch) a broker holds."),
+    "group.share.assignors": _b(LIST, "simple", "The share groups' server-side assignor."),
     "group.streams.session.timeout.ms": _b(INT, "45000", "Streams group session timeout."),
     "group.streams.min.session.timeout.ms": _b(INT, "45000", "Shortest streams.session.timeout.ms of a group."),
     "group.streams.max.session.timeout.ms": _b(INT, "60000", "Longest streams.session.timeout.ms of a group."),

@@ -146,9 +146,14 @@ def emit_index(messages: list[MessageDef]) -> str:
     return "".join(lines)
 
 
-def emit_errors(tsv: Path) -> str:
-    rows = list(csv.DictReader(tsv.open(), delimiter="\t"))
-    rows.sort(key=lambda r: int(r["code"]))
+def emit_errors(tables: list[Path]) -> str:
+    """The error table from the errors.tsv files in order; a later row replaces an earlier one's code."""
+    by_code: dict[int, dict[str, str]] = {}
+    for tsv in tables:
+        with tsv.open() as f:
+            for r in csv.DictReader(f, delimiter="\t"):
+                by_code[int(r["code"])] = r
+    rows = [by_code[c] for c in sorted(by_code)]
     lines = [HEADER, '"""Kafka error codes from errors.tsv: code -> (name, retriable, message), and ErrorCode."""\n\n']
     lines.append("from enum import IntEnum\n\n")
     lines.append("ERRORS: dict[int, tuple[str, bool, str]] = {\n")
@@ -170,13 +175,13 @@ def wanted(m: MessageDef) -> bool:
     return "broker" in m.listeners
 
 
-def all_outputs(messages: list[MessageDef], errors_tsv: Path) -> dict[str, str]:
+def all_outputs(messages: list[MessageDef], error_tables: list[Path]) -> dict[str, str]:
     out: dict[str, str] = {}
     chosen = [m for m in messages if wanted(m)]
     for m in chosen:
         out[f"generated/{module_name(m)}.py"] = emit_message(m)
     out["generated/__init__.py"] = emit_index(chosen)
-    out["error_table.py"] = emit_errors(errors_tsv)
+    out["error_table.py"] = emit_errors(error_tables)
     return out
 
 

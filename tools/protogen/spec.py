@@ -1,9 +1,13 @@
 """Reading Kafka's JSON message definitions into a merged model the emitters can walk.
 
-Kafka keeps one JSON file per message (request, response, header or data).  We read two spec
-trees: the newest (``kafka-4.3``) and an older snapshot (``kafka-4.0-snapshot``) that still has the
-versions Kafka 4.0 dropped.  For each (message, version) the newest file that defines that version
-wins; fields are merged by their path, so a struct keeps one Python class across all versions.
+Kafka keeps one JSON file per message (request, response, header or data).  We read three spec
+trees, newest first: the repository's own overlay (``tools/protogen/spec-overlay``: versions the
+shared trees lack, e.g. the stable share-group APIs of Kafka 4.1+), the newest shared tree
+(``kafka-4.3``) and an older snapshot (``kafka-4.0-snapshot``) that still has the versions Kafka 4.0
+dropped.  For each (message, version) the newest file that defines that version wins; fields are
+merged by their name, so a struct keeps one Python class across all versions.  An overlay file
+must therefore give a field that older files lack the versions it really has (``"1+"``, not
+``"0+"``), or the merged older versions would gain it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,22 @@ PRIMITIVES = {
 }
 VARIABLE = {"string", "bytes", "records"}
 MAX_VERSION = 0x7FFF
-SPEC_DIRS = ("kafka-4.3", "kafka-4.0-snapshot")  # newest first
+SPEC_DIRS = ("kafka-4.3", "kafka-4.0-snapshot")  # newest first, under the shared kafka-spec folder
+OVERLAY_DIR = Path(__file__).resolve().parent / "spec-overlay"  # in the repository; newer than SPEC_DIRS
+
+
+def spec_trees(spec_root: Path, overlay: Path | None = OVERLAY_DIR) -> list[Path]:
+    """The spec folders newest first: the overlay (when there is one), then the shared trees."""
+    shared = [spec_root / d for d in SPEC_DIRS]
+    return ([overlay] if overlay is not None and overlay.is_dir() else []) + shared
+
+
+def error_tables(spec_root: Path, overlay: Path | None = OVERLAY_DIR) -> list[Path]:
+    """The errors.tsv files in merge order (a later row replaces an earlier one with its code)."""
+    tables = [spec_root / "errors.tsv"]
+    if overlay is not None and (overlay / "errors.tsv").is_file():
+        tables.append(overlay / "errors.tsv")
+    return tables
 
 
 def parse_versions(text: str | None) -> tuple[int, int] | None:
@@ -203,14 +222,14 @@ def _collect_structs(root: StructDef) -> list[StructDef]:
     return out
 
 
-def load_messages(spec_root: Path) -> list[MessageDef]:
-    """All messages from both spec trees, merged per message name (by api key for APIs)."""
+def load_messages(spec_root: Path, overlay: Path | None = OVERLAY_DIR) -> list[MessageDef]:
+    """All messages from the spec trees, merged per message name (by api key for APIs)."""
     raw: dict[tuple[str, object], list[tuple[str, dict]]] = {}
-    for d in SPEC_DIRS:
-        for path in sorted((spec_root / d).glob("*.json")):
+    for tree in spec_trees(spec_root, overlay):
+        for path in sorted(tree.glob("*.json")):
             j = load_json(path)
             key = (j["type"], j.get("apiKey", j["name"]))
-            raw.setdefault(key, []).append((d, j))
+            raw.setdefault(key, []).append((tree.name, j))
     messages = []
     for (mtype, _), files in sorted(raw.items(), key=lambda kv: (str(kv[0][1]).zfill(4), kv[0][0])):
         messages.append(_merge_files(mtype, files))

@@ -64,10 +64,10 @@ APIS = {
     72: ('PushTelemetry', 'push_telemetry_request', 'push_telemetry_response', (0, 0), 0),
     74: ('ListConfigResources', 'list_config_resources_request', 'list_config_resources_response', (0, 1), 0),
     75: ('DescribeTopicPartitions', 'describe_topic_partitions_request', 'describe_topic_partitions_response', (0, 0), 0),
-    76: ('ShareGroupHeartbeat', 'share_group_heartbeat_request', 'share_group_heartbeat_response', (0, 0), 0),
-    77: ('ShareGroupDescribe', 'share_group_describe_request', 'share_group_describe_response', (0, 0), 0),
-    78: ('ShareFetch', 'share_fetch_request', 'share_fetch_response', (0, 0), 0),
-    79: ('ShareAcknowledge', 'share_acknowledge_request', 'share_acknowledge_response', (0, 0), 0),
+    76: ('ShareGroupHeartbeat', 'share_group_heartbeat_request', 'share_group_heartbeat_response', (0, 1), 0),
+    77: ('ShareGroupDescribe', 'share_group_describe_request', 'share_group_describe_response', (0, 1), 0),
+    78: ('ShareFetch', 'share_fetch_request', 'share_fetch_response', (0, 1), 0),
+    79: ('ShareAcknowledge', 'share_acknowledge_request', 'share_acknowledge_response', (0, 1), 0),
     80: ('AddRaftVoter', 'add_raft_voter_request', 'add_raft_voter_response', (0, 0), 0),
     81: ('RemoveRaftVoter', 'remove_raft_voter_request', 'remove_raft_voter_response', (0, 0), 0),
     83: ('InitializeShareGroupState', 'initialize_share_group_state_request', 'initialize_share_group_state_response', (0, 0), 0),
@@ -75,6 +75,9 @@ APIS = {
     85: ('WriteShareGroupState', 'write_share_group_state_request', 'write_share_group_state_response', (0, 0), 0),
     86: ('DeleteShareGroupState', 'delete_share_group_state_request', 'delete_share_group_state_response', (0, 0), 0),
     87: ('ReadShareGroupStateSummary', 'read_share_group_state_summary_request', 'read_share_group_state_summary_response', (0, 0), 0),
+    90: ('DescribeShareGroupOffsets', 'describe_share_group_offsets_request', 'describe_share_group_offsets_response', (0, 1), 0),
+    91: ('AlterShareGroupOffsets', 'alter_share_group_offsets_request', 'alter_share_group_offsets_response', (0, 0), 0),
+    92: ('DeleteShareGroupOffsets', 'delete_share_group_offsets_request', 'delete_share_group_offsets_response', (0, 0), 0),
 }
 
 # other generated modules (headers and data types): name -> module
