@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from mockbroker.state.groups import GroupCoordinator
     from mockbroker.state.log_admin import LogDirs
     from mockbroker.state.reassignments import Reassignments
+    from mockbroker.state.share_coordinator import ShareCoordinator
     from mockbroker.state.transactions import TransactionCoordinator
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -189,6 +190,13 @@ class ClusterState:
         return groups
 
     @cached_property
+    def share(self) -> ShareCoordinator:
+        """Share groups (KIP-932): members, share sessions, share-partitions."""
+        from mockbroker.state.share_coordinator import ShareCoordinator
+
+        return ShareCoordinator(self)
+
+    @cached_property
     def transactions(self) -> TransactionCoordinator:
         from mockbroker.state.transactions import TransactionCoordinator
 
@@ -290,7 +298,7 @@ class ClusterState:
         to run more often than once a second.  MockCluster ticks every 100 ms while so, else once a
         second (each wake-up of an idle broker costs ~0.3 ms of CPU on a small VM)."""
         made = self.__dict__
-        for name in ("groups", "transactions"):
+        for name in ("groups", "transactions", "share"):
             if name in made and made[name].timers_live():
                 return True
         if "reassignments" in made and made["reassignments"].ongoing:
@@ -304,7 +312,7 @@ class ClusterState:
         """Let time act: group sessions and rebalances, transaction timeouts, reassignments, producer
         expiry, retention and compaction."""
         made = self.__dict__  # coordinators not made yet have nothing to do
-        for name in ("groups", "transactions", "reassignments"):
+        for name in ("groups", "transactions", "reassignments", "share"):
             if name in made:
                 made[name].tick()
         now = self.clock.now_ms()
@@ -447,6 +455,8 @@ class ClusterState:
         del self.topics_by_id[topic.topic_id]
         if "groups" in self.__dict__:  # the group coordinator exists (made on first use)
             self.groups.forget_topic(name)
+        if "share" in self.__dict__:
+            self.share.forget_topic(name)
         answer_epoch.bump()
         return topic
 

@@ -48,6 +48,22 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.consumer.max.session.timeout.ms": (60000, int),
     "group.consumer.min.heartbeat.interval.ms": (100, int),
     "group.consumer.max.heartbeat.interval.ms": (15000, int),
+    # share groups (KIP-932). Kafka's defaults, but for the heartbeat interval (Kafka: 5000; shorter here so
+    # a member joining or leaving reaches the others fast in tests) and the lower bounds that must admit it
+    # (Kafka: min session timeout 45000, min heartbeat interval 5000)
+    "group.share.session.timeout.ms": (45000, int),
+    "group.share.heartbeat.interval.ms": (500, int),
+    "group.share.min.session.timeout.ms": (1000, int),
+    "group.share.max.session.timeout.ms": (60000, int),
+    "group.share.min.heartbeat.interval.ms": (100, int),
+    "group.share.max.heartbeat.interval.ms": (15000, int),
+    "group.share.record.lock.duration.ms": (30000, int),
+    "group.share.min.record.lock.duration.ms": (15000, int),
+    "group.share.max.record.lock.duration.ms": (60000, int),
+    "group.share.delivery.count.limit": (5, int),
+    "group.share.partition.max.record.locks": (2000, int),
+    "group.share.max.share.sessions": (2000, int),
+    "group.share.max.size": (200, int),
     # KIP-714 client telemetry: the largest PushTelemetry metrics payload accepted (Kafka's default)
     "telemetry.max.bytes": (1048576, int),
     # the internal topics (mockbroker.state.internal_topics); replication capped at the brokers there are

@@ -2,8 +2,9 @@
 
 Modelled on Kafka 4.0's controller (FeatureControlManager):
 - Supported ranges: metadata.version 7-25 (3.3-IV3 .. 4.0-IV3), kraft.version 0-1,
-  transaction.version 0-2, group.version 0-1.  A fresh cluster finalizes metadata.version 25,
-  kraft.version 1, transaction.version 2 and group.version 1.
+  transaction.version 0-2, group.version 0-1, share.version 0-1.  A fresh cluster finalizes
+  metadata.version 25, kraft.version 1, transaction.version 2, group.version 1 and share.version 1
+  (share groups on, as a Kafka 4.2 cluster; 0 turns them off).
 - Upgrade types 1 UPGRADE, 2 SAFE_DOWNGRADE, 3 UNSAFE_DOWNGRADE (v0's allow_downgrade = SAFE_DOWNGRADE);
   anything else, a negative level, a level outside the supported range, an unknown feature, a
   downgrade typed UPGRADE or an upgrade typed as a downgrade -> INVALID_UPDATE_VERSION with Kafka's
@@ -33,9 +34,12 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     KRAFT_VERSION: (0, 1),
     "transaction.version": (0, 2),
     "group.version": (0, 1),
+    "share.version": (0, 1),
 }
+# share.version: Kafka 4.1+ turns share groups (KIP-932) on at level 1; finalized here so a test meets
+# them on as on a 4.2 cluster, and 0 (UpdateFeatures) turns them off
 DEFAULT_FINALIZED: dict[str, int] = {METADATA_VERSION: 25, KRAFT_VERSION: 1, "transaction.version": 2,
-                                     "group.version": 1}
+                                     "group.version": 1, "share.version": 1}
 # feature -> level -> {other feature: minimum level}
 DEPENDENCIES: dict[str, dict[int, dict[str, int]]] = {
     "group.version": {1: {METADATA_VERSION: 22}},

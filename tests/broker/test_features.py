@@ -40,11 +40,11 @@ def test_api_versions_advertises_kafka_4_features(single: MockCluster) -> None:
         v4 = versions(c, 4)
         assert {f.name: (f.min_version, f.max_version) for f in v4.supported_features} == {
             "metadata.version": (7, 25), "kraft.version": (0, 1), "transaction.version": (0, 2),
-            "group.version": (0, 1)}
+            "group.version": (0, 1), "share.version": (0, 1)}
         # below v4 features whose minimum is 0 are left out (KAFKA-17492)
         assert [f.name for f in versions(c, 3).supported_features] == ["metadata.version"]
         assert finalized(c) == ({"metadata.version": 25, "kraft.version": 1, "transaction.version": 2,
-                                 "group.version": 1}, 1)
+                                 "group.version": 1, "share.version": 1}, 1)
         v2 = versions(c, 2)
         assert v2.supported_features == [] and v2.finalized_features_epoch == -1  # not on the wire before v3
 
@@ -63,7 +63,7 @@ def test_update_features_downgrades_and_upgrades_moving_the_epoch(single: MockCl
         assert resp.error_code == 0 and "transaction.version" not in finalized(c)[0]
         assert update(c, version, [("transaction.version", 2, UPGRADE)]).error_code == 0
         assert finalized(c) == ({"metadata.version": 24, "kraft.version": 1, "transaction.version": 2,
-                                 "group.version": 1}, 4)
+                                 "group.version": 1, "share.version": 1}, 4)
 
 
 @pytest.mark.parametrize(("updates", "message"), [
