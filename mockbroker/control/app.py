@@ -1,4 +1,4 @@
-"""The HTTP control API (aiohttp): topics and records, faults, cluster actions, the journal, groups,
+"""The HTTP control API (aiohttp): topics and records, faults, cluster actions, the journal, groups, share groups,
 client quotas, reset and health, so tests in any language can drive a mock cluster.  ``openapi.yaml`` beside this
 file documents every route; ``GET /openapi.yaml`` serves it.
 
@@ -298,6 +298,23 @@ async def get_group(request: web.Request) -> web.Response:
     return web.json_response(_group(group))
 
 
+async def list_share_groups(request: web.Request) -> web.Response:
+    state = _cluster(request).state
+    if "share" not in state.__dict__:  # share groups not used yet: nothing to make
+        return web.json_response({"groups": []})
+    share = state.share
+    ids = sorted(g.group_id for g in share.groups.listed())
+    return web.json_response({"groups": [share.state(group_id) for group_id in ids]})
+
+
+async def get_share_group(request: web.Request) -> web.Response:
+    state = _cluster(request).state
+    group_id = request.match_info["id"]
+    if "share" not in state.__dict__ or state.share.groups.group(group_id) is None:
+        raise _fail(404, "no such share group")
+    return web.json_response(state.share.state(group_id))
+
+
 async def get_telemetry(request: web.Request) -> web.Response:
     cluster = _cluster(request)
     clients = cluster.state.config_admin.client_metrics.telemetry()
@@ -322,6 +339,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/faults/{id}/wait", wait_fault),
     ("GET", "/journal", get_journal), ("DELETE", "/journal", clear_journal),
     ("GET", "/groups", list_groups), ("GET", "/groups/{id}", get_group),
+    ("GET", "/share-groups", list_share_groups), ("GET", "/share-groups/{id}", get_share_group),
     ("GET", "/telemetry", get_telemetry),
     ("GET", "/quotas", list_quotas), ("POST", "/quotas", set_quota), ("DELETE", "/quotas", clear_quotas),
 ]

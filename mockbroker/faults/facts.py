@@ -69,7 +69,7 @@ def _scalar_keys(cls: type) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
 
 
 def _topic_name(obj: Struct, topics_by_id: dict[bytes, Any]) -> str | None:
-    for key in ("name", "topic"):
+    for key in ("name", "topic", "topic_name"):  # topic_name: the share-group offsets APIs (90-92)
         value = getattr(obj, key, None)
         if isinstance(value, str) and value:
             return value

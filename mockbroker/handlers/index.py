@@ -65,4 +65,11 @@ HANDLER_INDEX: dict[int, tuple[str, int, int]] = {
     72: ("k72_push_telemetry", 0, 0),
     74: ("k74_list_config_resources", 0, 1),
     75: ("k75_describe_topic_partitions", 0, 0),
+    76: ("k76_share_group_heartbeat", 1, 1),
+    77: ("k77_share_group_describe", 1, 1),
+    78: ("k78_share_fetch", 1, 1),
+    79: ("k79_share_acknowledge", 1, 1),
+    90: ("k90_describe_share_group_offsets", 0, 1),
+    91: ("k91_alter_share_group_offsets", 0, 0),
+    92: ("k92_delete_share_group_offsets", 0, 0),
 }

@@ -2,8 +2,9 @@
 
 Behavior: state, protocol type and name, and every member with its metadata (for the chosen
 protocol) and assignment; an unknown group is described as Dead with no members (Kafka does the
-same; v6 answers GROUP_ID_NOT_FOUND for it); a KIP-848 consumer group is not a classic group: Dead,
-or GROUP_ID_NOT_FOUND from v6 (ConsumerGroupDescribe describes it); NOT_COORDINATOR on the wrong broker.
+same; v6 answers GROUP_ID_NOT_FOUND for it); a KIP-848 consumer group or a KIP-932 share group is not a
+classic group: Dead, or GROUP_ID_NOT_FOUND ("Group X is not a classic group.") from v6
+(ConsumerGroupDescribe / ShareGroupDescribe describe them); NOT_COORDINATOR on the wrong broker.
 With ACLs on: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it. v3+ with
 include_authorized_operations: the group's authorized operations (all supported ones when ACLs are off).
 """
@@ -37,7 +38,8 @@ def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Any:
         message = None
         if not code and ctx.api_version >= 6:
             code = ErrorCode.GROUP_ID_NOT_FOUND
-            message = f"Group {group_id} is not a classic group." if group is not None and group.consumer else None
+            foreign = (group is not None and group.consumer) or ctx.cluster.share.is_share_group(group_id)
+            message = f"Group {group_id} is not a classic group." if foreign else None
         return RESP.DescribedGroup(error_code=code, error_message=message, group_id=group_id, group_state="Dead",
                                    protocol_type="", protocol_data="", members=[],
                                    authorized_operations=authz.operations_if(ctx, with_operations, authz.GROUP,

@@ -3,7 +3,7 @@
 Behavior: per group id, on its coordinator (else NOT_COORDINATOR): state (Empty, Assigning,
 Reconciling, Stable), group and assignment epochs, the assignor in use, and every member with its
 subscription, current assignment and target assignment. Unknown groups -> GROUP_ID_NOT_FOUND;
-classic groups -> GROUP_ID_NOT_FOUND ("not a consumer group"), as Kafka answers. With ACLs on:
+classic and share groups -> GROUP_ID_NOT_FOUND ("not a consumer group"), as Kafka answers. With ACLs on:
 DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it. include_authorized_operations: the
 group's authorized operations (all supported ones when ACLs are off), else -2147483648.
 """
@@ -43,8 +43,8 @@ def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Any:
     group = ctx.cluster.groups.groups.get(group_id)
     if not code and (group is None or group.consumer is None):
         code = ErrorCode.GROUP_ID_NOT_FOUND
-        out.error_message = f"Group {group_id} not found." if group is None else \
-            f"Group {group_id} is not a consumer group."
+        known = group is not None or ctx.cluster.share.is_share_group(group_id)
+        out.error_message = f"Group {group_id} is not a consumer group." if known else f"Group {group_id} not found."
     if code:
         out.error_code = code
         return out

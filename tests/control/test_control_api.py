@@ -14,6 +14,8 @@ from confluent_kafka import Consumer, Producer
 
 from mockbroker.cluster import MockCluster
 from mockbroker.control.app import ROUTES
+from mockbroker.protocol import api as wire_api
+from tests.broker.wire import WireClient
 from tests.control.openapi_check import Client, operations
 
 pytestmark = pytest.mark.clients
@@ -43,6 +45,17 @@ def consume(cluster: MockCluster, topic: str, count: int, group: str = "reader")
             got.append(m.value())
     c.close()
     return got
+
+
+def join_share_group(cluster: MockCluster, group_id: str, member_id: str, topics: list[str]) -> None:
+    """A share group member, joined with ShareGroupHeartbeat v1 over the wire and holding its assignment."""
+    m = wire_api.request_module(76)
+    with WireClient(cluster.brokers[cluster.state.coordinator_for(group_id).node_id].port) as c:
+        first = c.call(76, 1, m.ShareGroupHeartbeatRequest(group_id=group_id, member_id=member_id, member_epoch=0,
+                                                           subscribed_topic_names=topics))
+        again = c.call(76, 1, m.ShareGroupHeartbeatRequest(group_id=group_id, member_id=member_id,
+                                                           member_epoch=first.member_epoch))
+        assert first.error_code == again.error_code == 0
 
 
 def test_every_route_is_documented() -> None:
@@ -118,6 +131,13 @@ def test_the_whole_api_with_a_real_client(cluster: MockCluster) -> None:
     assert api.call("GET", "/groups/g1").json()["type"] == "classic"
     assert [g["group_id"] for g in api.call("GET", "/groups").json()["groups"]] == ["g1", "reader"]
     assert api.call("GET", "/groups/none").status == 404
+    assert api.call("GET", "/share-groups").json() == {"groups": []}
+    join_share_group(cluster, "workers", "m-1", ["orders"])
+    [share] = api.call("GET", "/share-groups").json()["groups"]
+    assert share["group_id"] == "workers" and share["state"] == "Stable"
+    assert share["members"][0]["assignment"] == {"orders": [0, 1, 2]}
+    assert api.call("GET", "/share-groups/workers").json() == share
+    assert api.call("GET", "/share-groups/g1").status == 404  # a classic group
     entries = api.call("GET", "/journal?api=Produce").json()["entries"]
     assert "NOT_LEADER_OR_FOLLOWER" in {e for entry in entries for e in entry["errors"]}
     lines = api.call("GET", "/journal?api=0&limit=2&format=jsonl")

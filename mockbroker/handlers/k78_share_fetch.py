@@ -1,0 +1,173 @@
+"""ShareFetch: v1 (KIP-932 share groups; v0 was Kafka 4.0's early access and is not served).
+
+Behavior (share-partitions: mockbroker.state.share_partitions; sessions: share_sessions):
+- The share session: epoch 0 opens it with the request's partitions (acknowledgements with epoch 0 ->
+  INVALID_REQUEST), later epochs must follow on (INVALID_SHARE_SESSION_EPOCH; none open ->
+  SHARE_SESSION_NOT_FOUND), add the request's partitions and drop ForgottenTopicsData; -1 closes it
+  after its acknowledgements are applied, and the member's acquired records on its partitions go back.
+  More than `group.share.max.share.sessions` on one broker -> SHARE_SESSION_LIMIT_REACHED.
+- Acknowledgement batches (0 GAP, 1 ACCEPT, 2 RELEASE, 3 REJECT) apply per partition first; a bad one
+  answers the partition's AcknowledgeErrorCode (INVALID_RECORD_STATE, INVALID_REQUEST) and the rest go on.
+- Then records are acquired for the member across the session's partitions led here, up to MaxRecords
+  (whole log batches, so a few more may come, as Kafka), AVAILABLE (released or expired) records first;
+  each partition answers its batches and the acquired ranges with their delivery counts. The lock lasts
+  the group's `share.record.lock.duration.ms` (AcquisitionLockTimeoutMs).
+- Nothing to acquire: the request waits up to MaxWaitMs (capped at 30 s) for an append to its partitions
+  or records coming back (a release, an expired lock), then answers what it finds.
+- Partitions: UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (with the current
+  leader), TOPIC_AUTHORIZATION_FAILED; the group: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION when
+  share.version is 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from mockbroker.errors import KafkaError
+from mockbroker.handlers import share_common
+from mockbroker.handlers.registry import register
+from mockbroker.protocol import api
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.protocol.generated.share_fetch_request import ShareFetchRequest
+    from mockbroker.state.log import PartitionLog
+
+RESP = api.response_module(78)
+MAX_WAIT_CAP_MS = 30_000
+
+
+def _partition_answer(index: int, plog: PartitionLog | None, error: int = 0, message: str | None = None) -> Any:
+    leader = RESP.LeaderIdAndEpoch(leader_id=plog.leader if plog is not None else -1,
+                                   leader_epoch=plog.leader_epoch if plog is not None else -1)
+    return RESP.PartitionData(partition_index=index, error_code=error, error_message=message, acknowledge_error_code=0,
+                              current_leader=leader, records=b"", acquired_records=[])
+
+
+class _Answer:
+    """The partitions a ShareFetch answers, by topic id, in the order first met."""
+
+    def __init__(self) -> None:
+        self.topics: dict[Any, dict[int, Any]] = {}
+
+    def part(self, topic_id: Any, index: int, plog: PartitionLog | None) -> Any:
+        parts = self.topics.setdefault(topic_id, {})
+        if index not in parts:
+            parts[index] = _partition_answer(index, plog)
+        return parts[index]
+
+    def response(self, ctx: RequestContext, group_id: str) -> Any:
+        return RESP.ShareFetchResponse(
+            error_code=0, acquisition_lock_timeout_ms=ctx.cluster.share.lock_ms(group_id),
+            responses=[RESP.ShareFetchableTopicResponse(topic_id=tid, partitions=list(parts.values()))
+                       for tid, parts in self.topics.items()],
+            node_endpoints=[])
+
+
+def _refused(code: int, message: str | None = None) -> Any:
+    return RESP.ShareFetchResponse(error_code=code, error_message=message, acquisition_lock_timeout_ms=0,
+                                   responses=[], node_endpoints=[])
+
+
+def _acknowledge(ctx: RequestContext, req: ShareFetchRequest, answer: _Answer) -> None:
+    for topic in req.topics:
+        for p in topic.partitions:
+            if not p.acknowledgement_batches:
+                continue
+            plog, error = share_common.led_partition(ctx, topic.topic_id, p.partition_index)
+            part = answer.part(topic.topic_id, p.partition_index, plog)
+            if error or plog is None:
+                part.acknowledge_error_code = error
+                continue
+            part.acknowledge_error_code, part.acknowledge_error_message = share_common.acknowledge(
+                ctx, req.group_id, req.member_id, plog, p.acknowledgement_batches)
+
+
+def _acquire(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tuple[Any, int]], answer: _Answer) -> int:
+    """Acquire records on the session's partitions into ``answer``; how many records were acquired."""
+    share = ctx.cluster.share
+    budget = req.max_records if req.max_records > 0 else 500
+    total = 0
+    for topic_id, index in partitions:
+        plog, error = share_common.led_partition(ctx, topic_id, index)
+        if error or plog is None:
+            answer.part(topic_id, index, plog).error_code = error
+            continue
+        if total >= budget:
+            continue
+        ranges = share.acquire(req.group_id, req.member_id, plog, budget - total)
+        if not ranges:
+            continue
+        part = answer.part(topic_id, index, plog)
+        part.acquired_records = [RESP.AcquiredRecords(first_offset=first, last_offset=last, delivery_count=count)
+                                 for first, last, count in ranges]
+        first, last = ranges[0][0], max(r[1] for r in ranges)
+        part.records = plog.read(first, 2**31 - 1, first_always=True, end_offset=last + 1).buffers
+        total += sum(last - first + 1 for first, last, _count in ranges)
+    return total
+
+
+@register(78, 1, 1)
+def handle(ctx: RequestContext, req: ShareFetchRequest) -> Any:
+    code, message = share_common.refused_group(ctx, req.group_id, req.member_id)
+    if code:
+        return _refused(code, message)
+    assert req.group_id is not None and req.member_id is not None  # (refused_group checked them)
+    share = ctx.cluster.share
+    wanted = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
+    forgotten = [(t.topic_id, index) for t in req.forgotten_topics_data for index in t.partitions]
+    acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
+    try:
+        update = share.sessions_on(ctx.broker_id).accept(req.group_id, req.member_id, req.share_session_epoch,
+                                                         wanted, forgotten, acks)
+    except KafkaError as exc:
+        return _refused(exc.code, exc.message)
+    if update.replaced:  # a new session replaced the member's old one: what it held goes back
+        share.session_closed(req.group_id, req.member_id, update.replaced)
+    answer = _Answer()
+    _acknowledge(ctx, req, answer)
+    if update.closed:
+        share.session_closed(req.group_id, req.member_id, update.session.partition_list())
+        return answer.response(ctx, req.group_id)
+    partitions = update.session.partition_list()
+    if _acquire(ctx, req, partitions, answer) or answer.topics or req.max_wait_ms <= 0 or not partitions:
+        return answer.response(ctx, req.group_id)
+    return _wait(ctx, req, partitions, answer)
+
+
+async def _wait(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tuple[Any, int]], answer: _Answer) -> Any:
+    """Nothing to acquire yet: wait for an append to the partitions or records coming back, or MaxWaitMs."""
+    share = ctx.cluster.share
+    woken = asyncio.Event()
+
+    def wake(*_: Any) -> None:
+        woken.set()
+
+    logs = []
+    for topic_id, index in partitions:
+        plog, error = share_common.led_partition(ctx, topic_id, index)
+        if plog is not None and not error:
+            logs.append(plog)
+            plog.listeners.append(wake)
+    share.waiters.append(wake)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(req.max_wait_ms, MAX_WAIT_CAP_MS) / 1000
+    try:
+        while not ctx.connection.closed:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(woken.wait(), min(remaining, 0.1))
+            except TimeoutError:
+                pass  # (a lock expiry on a manual clock wakes no one: look again every 100 ms)
+            woken.clear()
+            if _acquire(ctx, req, partitions, answer) or answer.topics:
+                break
+    finally:
+        share.waiters.remove(wake)
+        for plog in logs:
+            if wake in plog.listeners:
+                plog.listeners.remove(wake)
+    return answer.response(ctx, req.group_id)

@@ -1,0 +1,55 @@
+"""What ShareFetch (k78) and ShareAcknowledge (k79) share: finding a partition led here by topic id, and
+applying a partition's acknowledgement batches to its share-partition."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.handlers import authz
+
+if TYPE_CHECKING:
+    from mockbroker.handlers.context import RequestContext
+    from mockbroker.state.log import PartitionLog
+
+
+def led_partition(ctx: RequestContext, topic_id: Any, index: int) -> tuple[PartitionLog | None, int]:
+    """(the partition's log, 0) when this broker leads it, else (None or the log, the error Kafka answers):
+    UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER."""
+    topic = ctx.cluster.topics_by_id.get(topic_id)
+    if topic is None:
+        return None, ErrorCode.UNKNOWN_TOPIC_ID
+    if not authz.authorize(ctx, authz.READ, authz.TOPIC, topic.name):
+        return None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if not 0 <= index < len(topic.partitions):
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    plog = topic.partitions[index]
+    if plog.leader != ctx.broker_id:
+        return plog, ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return plog, 0
+
+
+def acknowledge(ctx: RequestContext, group_id: str, member_id: str, plog: PartitionLog,
+                batches: Sequence[Any]) -> tuple[int, str | None]:
+    """Apply one partition's AcknowledgementBatches: (0, None) or (error code, message)."""
+    try:
+        ctx.cluster.share.acknowledge(group_id, member_id, plog,
+                                      [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
+    except KafkaError as exc:
+        return exc.code, exc.message
+    return 0, None
+
+
+def refused_group(ctx: RequestContext, group_id: str | None, member_id: str | None) -> tuple[int, str | None]:
+    """The whole request's refusal before any session work, as Kafka: GROUP_AUTHORIZATION_FAILED, share groups
+    off (UNSUPPORTED_VERSION), or no group / member id (INVALID_REQUEST)."""
+    if not group_id:
+        return ErrorCode.INVALID_REQUEST, "Group id must be provided"
+    if not member_id:
+        return ErrorCode.INVALID_REQUEST, "Member id must be provided"
+    if not authz.authorize(ctx, authz.READ, authz.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    if not ctx.cluster.share.enabled():
+        return ErrorCode.UNSUPPORTED_VERSION, "share groups are off (share.version 0)"
+    return 0, None
