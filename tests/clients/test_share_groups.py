@@ -16,7 +16,9 @@ from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from mockbroker.cluster import MockCluster
+from mockbroker.protocol import api
 from mockbroker.state.clock import ManualClock
+from tests.broker.wire import WireClient
 
 pytestmark = pytest.mark.clients
 
@@ -186,9 +188,11 @@ def test_silent_member_loses_its_assignment_to_the_others() -> None:
         live.subscribe(["jobs"])
         poll_until([live], lambda s: len(s) >= 10, ack=accept)
         live.commit_sync(10)
-        # a second member joins (its heartbeat handed to the coordinator directly) and then falls silent
-        silent = cluster.call(lambda: cluster.state.share.heartbeat("g", "silent-member", 0, None, ["jobs"]))
-        assert silent.assignment and sum(len(p) for p in silent.assignment.values()) == 1  # one of the two
+        # a second member joins with one ShareGroupHeartbeat over its own socket and then falls silent
+        with WireClient(int(cluster.bootstrap_servers.rsplit(":", 1)[1])) as wire:
+            silent = wire.call(76, 1, api.request_module(76).ShareGroupHeartbeatRequest(
+                group_id="g", member_id="silent-member", member_epoch=0, rack_id=None, subscribed_topic_names=["jobs"]))
+        assert silent.error_code == 0 and [len(t.partitions) for t in silent.assignment.topic_partitions] == [1]
 
         def members() -> set[str]:
             return {m.member_id for m in cluster.call(lambda: cluster.state.share.groups.describe("g")).members}
