@@ -4,7 +4,8 @@ Behavior (share-partitions: mockbroker.state.share_partitions; sessions: share_s
 - The share session: epoch 0 opens it with the request's partitions (acknowledgements with epoch 0 ->
   INVALID_REQUEST), later epochs must follow on (INVALID_SHARE_SESSION_EPOCH; none open ->
   SHARE_SESSION_NOT_FOUND), add the request's partitions and drop ForgottenTopicsData; -1 closes it
-  after its acknowledgements are applied, and the member's acquired records on its partitions go back.
+  after its acknowledgements are applied, and the member's acquired records on its partitions go back; so
+  does the connection that opened the session closing.
   More than `group.share.max.share.sessions` on one broker -> SHARE_SESSION_LIMIT_REACHED.
 - Acknowledgement batches (0 GAP, 1 ACCEPT, 2 RELEASE, 3 REJECT) apply per partition first; a bad one
   answers the partition's AcknowledgeErrorCode (INVALID_RECORD_STATE, INVALID_REQUEST) and the rest go on.
@@ -125,6 +126,8 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> Any:
         return _refused(exc.code, exc.message)
     if update.replaced:  # a new session replaced the member's old one: what it held goes back
         share.session_closed(req.group_id, req.member_id, update.replaced)
+    if req.share_session_epoch == 0:
+        share.opened_on(ctx.broker_id, req.group_id, req.member_id, ctx.connection)
     answer = _Answer()
     _acknowledge(ctx, req, answer)
     if update.closed:

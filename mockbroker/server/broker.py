@@ -102,7 +102,12 @@ class BrokerServer:
         # frames answered straight from the staging buffer (the C produce lane), when it is built
         borrow = produce_lane.borrow_function()
         lend = None if borrow is None else functools.partial(borrow, self)
-        forget = self.connections.discard  # one bound method for every connection
+        connections, cluster, node_id = self.connections, self.cluster, self.node_id
+
+        def forget(conn: Connection) -> None:  # one function for every connection
+            connections.discard(conn)
+            if "share" in cluster.__dict__:  # share sessions opened on it close, as Kafka's on a disconnect
+                cluster.share.connection_closed(node_id, conn)
 
         def factory(spec: ListenerSpec) -> Connection:
             conn = Connection(self.node_id, serve, max_bytes, staging, forget, track, spec.name, spec.protocol)

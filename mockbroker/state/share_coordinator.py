@@ -6,8 +6,8 @@ ShareFetch sessions; share_partitions: in-flight records); this module joins the
 coordinator and share-partition leaders do together:
 - a member's share session closing (ShareFetch/ShareAcknowledge epoch -1, or a new session replacing it)
   or its group session expiring gives back the records it had acquired (AVAILABLE, or ARCHIVED at the
-  delivery limit), as Kafka's releaseAcquiredRecords; a member that leaves with epoch -1 closes its share
-  sessions itself (records it never acknowledges come back when their locks expire);
+  delivery limit), as Kafka's releaseAcquiredRecords; so does the connection it opened the session on
+  closing (a crashed client); a member that leaves with epoch -1 closes its share sessions itself;
 - a share-partition starts where the group's ``share.auto.offset.reset`` says (latest by default), the
   first time a member fetches it; acquisition locks last ``share.record.lock.duration.ms`` (a GROUP
   config, else ``group.share.record.lock.duration.ms``) on the cluster clock, so tests move a manual
@@ -51,6 +51,8 @@ class ShareCoordinator:
         self.cluster = cluster
         self.groups = ShareGroups(cluster.clock, self._topics, self._settings, self._foreign_group)
         self.sessions: dict[int, ShareSessions] = {}  # broker id -> the share sessions it holds (as in Kafka)
+        # (broker id, group id, member id) -> the connection its share session was opened on
+        self.session_connections: dict[tuple[int, str, str], object] = {}
         self.partitions = SharePartitions()
         # fetches waiting for records: called (with no argument) when records may have become available
         self.waiters: list[Callable[[], None]] = []
@@ -118,6 +120,20 @@ class ShareCoordinator:
             sessions.drop_member(group_id, member_id)
         if self.partitions.release_member(group_id, member_id, self.delivery_limit(group_id)):
             self.wake()
+
+    def opened_on(self, broker_id: int, group_id: str, member_id: str, connection: object) -> None:
+        """A share session (re)opened by a ShareFetch epoch 0 arriving on ``connection``."""
+        self.session_connections[(broker_id, group_id, member_id)] = connection
+
+    def connection_closed(self, broker_id: int, connection: object) -> None:
+        """A client connection closed: the share sessions opened on it go and their records come back,
+        as Kafka's ShareSessionCache evicts a disconnected client's sessions."""
+        gone = [key for key, conn in self.session_connections.items() if conn is connection and key[0] == broker_id]
+        for key in gone:
+            del self.session_connections[key]
+            _broker, group_id, member_id = key
+            partitions = self.sessions_on(broker_id).close(group_id, member_id)
+            self.session_closed(group_id, member_id, partitions)
 
     def session_closed(self, group_id: str, member_id: str, partitions: Iterable[tuple[Any, int]]) -> None:
         """A member's share session on one broker closed (ShareFetch/ShareAcknowledge epoch -1): the records

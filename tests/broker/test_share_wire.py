@@ -184,3 +184,21 @@ def test_partition_led_elsewhere_is_not_leader() -> None:
             part = answer.responses[0].partitions[0] if answer.responses else None
             errors.append((part.error_code, part.current_leader.leader_id) if part else (0, None))
         assert sorted(errors, key=lambda e: e[0]) == [(0, None), (ErrorCode.NOT_LEADER_OR_FOLLOWER, plog.leader)]
+
+
+def test_a_closed_connection_closes_the_sessions_opened_on_it(cluster: MockCluster) -> None:
+    earliest(cluster)
+    produce(cluster, 2)
+    tid = topic_id(cluster)
+    with WireClient(port(cluster)) as crashing:
+        assert acquired(fetch(crashing, tid, 0)) == [(0, 1, 1)]
+    # the client vanished without closing its session: Kafka evicts it with the connection
+    with WireClient(port(cluster)) as other:
+        deadline = time.monotonic() + 5
+        got: list[tuple[int, int, int]] = []
+        epoch = 0
+        while not got and time.monotonic() < deadline:
+            got = acquired(fetch(other, tid, epoch, member="m2", max_wait_ms=200))
+            epoch += 1
+        assert got == [(0, 1, 2)]
+        assert cluster.call(lambda: cluster.state.share.sessions_on(0).get("g", "m1")) is None
