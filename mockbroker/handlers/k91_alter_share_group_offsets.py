@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.errors import ErrorCode, KafkaError
-from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz, share_common
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_message
@@ -63,18 +62,9 @@ def _topic(ctx: RequestContext, group_id: str, t: AlterShareGroupOffsetsRequestT
 
 @register(91, 0, 0)
 def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> Any:
-    share = ctx.cluster.share
-    if not share.enabled():
-        return _refused(ErrorCode.UNSUPPORTED_VERSION)
-    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
-        return _refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    code = not_coordinator(ctx, req.group_id)
+    code, message = share_common.offsets_change_refusal(ctx, req.group_id, authz.READ)
     if code:
-        return _refused(code)
-    try:
-        share.check_offsets_alterable(req.group_id)
-    except KafkaError as exc:
-        return _refused(exc.code, exc.message)
+        return _refused(code, message)
     denied = authz.denied_names(ctx, authz.READ, authz.TOPIC, (t.topic_name for t in req.topics))
     return RESP.AlterShareGroupOffsetsResponse(error_code=0, responses=[_topic(ctx, req.group_id, t, denied)
                                                                         for t in req.topics])

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.errors import ErrorCode, KafkaError
-from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.errors import ErrorCode
+from mockbroker.handlers import authz, share_common
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_message
@@ -48,19 +47,11 @@ def _topic(name: str, code: int = 0, message: str | None = None, topic_id: Any =
 
 @register(92, 0, 0)
 def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> Any:
-    share = ctx.cluster.share
-    if not share.enabled():
-        return _refused(ErrorCode.UNSUPPORTED_VERSION)
-    if not authz.authorize(ctx, authz.DELETE, authz.GROUP, req.group_id):
-        return _refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    denied = authz.denied_names(ctx, authz.READ, authz.TOPIC, (t.topic_name for t in req.topics))
-    code = not_coordinator(ctx, req.group_id)
+    code, message = share_common.offsets_change_refusal(ctx, req.group_id, authz.DELETE)
     if code:
-        return _refused(code)
-    try:
-        share.check_offsets_alterable(req.group_id)
-    except KafkaError as exc:
-        return _refused(exc.code, exc.message)
+        return _refused(code, message)
+    share = ctx.cluster.share
+    denied = authz.denied_names(ctx, authz.READ, authz.TOPIC, (t.topic_name for t in req.topics))
     started = {topic for topic, _index in share.offsets_summary(req.group_id)}
     failed = [_topic(t.topic_name, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for t in req.topics if t.topic_name in denied]
     deleted, refused = [], []

@@ -1,5 +1,6 @@
-"""What ShareFetch (k78) and ShareAcknowledge (k79) share: finding a partition led here by topic id, and
-applying a partition's acknowledgement batches to its share-partition."""
+"""What the share-group handlers share: finding a partition led here by topic id and applying a partition's
+acknowledgement batches (ShareFetch k78, ShareAcknowledge k79), the refusals before any work (k78, k79),
+and the checks before a share group's offsets change (k91, k92)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
+from mockbroker.handlers.groups_common import not_coordinator
 
 if TYPE_CHECKING:
     from mockbroker.handlers.context import RequestContext
@@ -52,4 +54,23 @@ def refused_group(ctx: RequestContext, group_id: str | None, member_id: str | No
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
     if not ctx.cluster.share.enabled():
         return ErrorCode.UNSUPPORTED_VERSION, "share groups are off (share.version 0)"
+    return 0, None
+
+
+def offsets_change_refusal(ctx: RequestContext, group_id: str, operation: int) -> tuple[int, str | None]:
+    """Why AlterShareGroupOffsets / DeleteShareGroupOffsets may not touch ``group_id``, in Kafka's order:
+    share groups off, ``operation`` on the group not allowed, another coordinator, no such (empty) share
+    group; (0, None) when they may."""
+    share = ctx.cluster.share
+    if not share.enabled():
+        return ErrorCode.UNSUPPORTED_VERSION, None
+    if not authz.authorize(ctx, operation, authz.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    code = not_coordinator(ctx, group_id)
+    if code:
+        return code, None
+    try:
+        share.check_offsets_alterable(group_id)
+    except KafkaError as exc:
+        return exc.code, exc.message
     return 0, None
