@@ -11,7 +11,8 @@ Behavior (share-partitions: mockbroker.state.share_partitions; sessions: share_s
   answers the partition's AcknowledgeErrorCode (INVALID_RECORD_STATE, INVALID_REQUEST) and the rest go on.
 - Then records are acquired for the member across the session's partitions led here, up to MaxRecords
   (whole log batches, so a few more may come, as Kafka), AVAILABLE (released or expired) records first;
-  each partition answers its batches and the acquired ranges with their delivery counts. The lock lasts
+  each partition answers its batches and the acquired ranges with their delivery counts, cut into runs of
+  at most BatchSize records. The lock lasts
   the group's `share.record.lock.duration.ms` (AcquisitionLockTimeoutMs).
 - Nothing to acquire: the request waits up to MaxWaitMs (capped at 30 s) for an append to its partitions
   or records coming back (a release, an expired lock), then answers what it finds.
@@ -102,11 +103,23 @@ def _acquire(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tuple
             continue
         part = answer.part(topic_id, index, plog)
         part.acquired_records = [RESP.AcquiredRecords(first_offset=first, last_offset=last, delivery_count=count)
-                                 for first, last, count in ranges]
+                                 for first, last, count in _in_batches(ranges, req.batch_size)]
         first, last = ranges[0][0], max(r[1] for r in ranges)
         part.records = plog.read(first, 2**31 - 1, first_always=True, end_offset=last + 1).buffers
         total += sum(last - first + 1 for first, last, _count in ranges)
     return total
+
+
+def _in_batches(ranges: list[tuple[int, int, int]], batch_size: int) -> list[tuple[int, int, int]]:
+    """The acquired ranges cut into runs of at most BatchSize records (the batches the client
+    acknowledges in), as Kafka aligns acquired records to the request's BatchSize."""
+    if batch_size <= 0:
+        return ranges
+    out = []
+    for first, last, count in ranges:
+        for start in range(first, last + 1, batch_size):
+            out.append((start, min(start + batch_size - 1, last), count))
+    return out
 
 
 @register(78, 1, 1)

@@ -202,3 +202,15 @@ def test_a_closed_connection_closes_the_sessions_opened_on_it(cluster: MockClust
             epoch += 1
         assert got == [(0, 1, 2)]
         assert cluster.call(lambda: cluster.state.share.sessions_on(0).get("g", "m1")) is None
+
+
+def test_acquired_records_come_in_runs_of_batch_size(cluster: MockCluster) -> None:
+    earliest(cluster)
+    produce(cluster, 7)  # one batch of 7 records
+    with WireClient(port(cluster)) as w:
+        answer = w.call(78, 1, FETCH.ShareFetchRequest(
+            group_id="g", member_id="m1", share_session_epoch=0, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            max_records=100, batch_size=3, forgotten_topics_data=[], topics=[FETCH.FetchTopic(
+                topic_id=topic_id(cluster), partitions=[FETCH.FetchPartition(partition_index=0,
+                                                                             acknowledgement_batches=[])])]))
+    assert acquired(answer) == [(0, 2, 1), (3, 5, 1), (6, 6, 1)]
