@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import KafkaError
 from mockbroker.handlers import share_common
+from mockbroker.handlers.k01_fetch import MAX_WAIT_CAP_MS
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from mockbroker.state.log import PartitionLog
 
 RESP = api.response_module(78)
-MAX_WAIT_CAP_MS = 30_000
 
 
 def _partition_answer(index: int, plog: PartitionLog | None, error: int = 0, message: str | None = None) -> Any:
@@ -174,10 +174,10 @@ async def _wait(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tu
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
-            try:
-                await asyncio.wait_for(woken.wait(), min(remaining, 0.1))
+            try:  # an append (the logs' listeners) or records coming back (ShareCoordinator.wake, also on
+                await asyncio.wait_for(woken.wait(), remaining)  # a lock expired by the cluster's tick)
             except TimeoutError:
-                pass  # (a lock expiry on a manual clock wakes no one: look again every 100 ms)
+                break
             woken.clear()
             if _acquire(ctx, req, partitions, answer) or answer.topics:
                 break

@@ -223,14 +223,18 @@ class ClusterState:
         return Reassignments(self)
 
     def group_config_value(self, group_id: str, name: str) -> int:
-        """A group's GROUP config ``name`` (consumer.session.timeout.ms, ...), else its broker synonym's."""
+        """A group's integer GROUP config ``name`` (consumer.session.timeout.ms, ...), else its broker synonym's."""
+        return int(self.group_config_text(group_id, name))
+
+    def group_config_text(self, group_id: str, name: str) -> str:
+        """A group's GROUP config ``name`` as text (share.auto.offset.reset, ...), else its broker synonym's."""
         if "config_admin" not in self.__dict__:  # no config set on any group yet
             from mockbroker.state.group_configs import GROUP_CONFIGS
 
             synonym = GROUP_CONFIGS[name].synonym
             value = self.config.get(synonym) if synonym else None
-            return int(value if value is not None else GROUP_CONFIGS[name].default)
-        return self.config_admin.group_configs.int_value(group_id, name)
+            return str(value) if value is not None else GROUP_CONFIGS[name].default
+        return self.config_admin.group_configs.value(group_id, name)
 
     @cached_property
     def config_admin(self) -> ConfigAdmin:

@@ -162,10 +162,13 @@ class GroupConfigs:
         else:
             self.overrides.pop(group_id, None)
 
-    def int_value(self, group_id: str, name: str) -> int:
-        """The value a group acts on: its override, else the broker synonym's, else Kafka's default."""
+    def value(self, group_id: str, name: str) -> str:
+        """The value a group acts on, as text: its override, else the broker synonym's, else Kafka's default."""
         override = self.overrides.get(group_id, {}).get(name)
-        return int(override if override is not None else self.default(name))
+        return override if override is not None else self.default(name)
+
+    def int_value(self, group_id: str, name: str) -> int:
+        return int(self.value(group_id, name))
 
     def describe(self, group_id: str, keys: Iterable[str] | None, broker_synonyms: Any,
                  documentation: bool) -> list[tuple[str, str | None, int, int, str | None, list[Any]]]:

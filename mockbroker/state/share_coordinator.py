@@ -83,17 +83,6 @@ class ShareCoordinator:
         return group is not None and bool(group.members or group.offsets or
                                           (group.consumer is not None and group.consumer.members))
 
-    def group_setting(self, group_id: str, name: str) -> str:
-        """A GROUP config as text: the group's override, else its broker synonym's value, else Kafka's default."""
-        if "config_admin" in self.cluster.__dict__:
-            configs = self.cluster.config_admin.group_configs
-            return configs.of(group_id).get(name) or configs.default(name)
-        from mockbroker.state.group_configs import GROUP_CONFIGS
-
-        spec = GROUP_CONFIGS[name]
-        value = self.cluster.config.get(spec.synonym) if spec.synonym else None
-        return str(value) if value is not None else spec.default
-
     def delivery_limit(self, _group_id: str = "") -> int:
         return int(self.cluster.config["group.share.delivery.count.limit"])
 
@@ -101,7 +90,7 @@ class ShareCoordinator:
         return self.cluster.group_config_value(group_id, "share.record.lock.duration.ms")
 
     def read_committed(self, group_id: str) -> bool:
-        return self.group_setting(group_id, "share.isolation.level").strip().lower() == "read_committed"
+        return self.cluster.group_config_text(group_id, "share.isolation.level").strip().lower() == "read_committed"
 
     def enabled(self) -> bool:
         """share.version finalized at 1 or more (a fresh cluster: 1); 0 turns share groups off, as Kafka."""
@@ -153,7 +142,7 @@ class ShareCoordinator:
         key: SharePartitionKey = (group_id, plog.topic, plog.index)
 
         def start() -> int:
-            reset = self.group_setting(group_id, "share.auto.offset.reset")
+            reset = self.cluster.group_config_text(group_id, "share.auto.offset.reset")
             return initial_start_offset(reset, log_start_offset=plog.log_start_offset,
                                         high_watermark=plog.next_offset, now_ms=self.cluster.clock.now_ms(),
                                         offset_for_timestamp=lambda ts: _first_batch_at(plog, ts))
@@ -205,15 +194,6 @@ class ShareCoordinator:
 
     def forget_topic(self, topic: str) -> None:
         self.partitions.forget_topic(topic)
-
-    def start_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
-        """DescribeShareGroupOffsets: SPSO of each share-partition the group has started."""
-        return {tp: sp.start_offset for tp, sp in self.partitions.all_for_group(group_id).items()}
-
-    def check_empty(self, group_id: str) -> None:
-        group = self.groups.group(group_id)
-        if group is not None and group.members:
-            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"share group {group_id} has members")
 
     def share_group(self, group_id: str) -> ShareGroup:
         """The share group holding ``group_id``, else GROUP_ID_NOT_FOUND with Kafka's messages (unknown, or

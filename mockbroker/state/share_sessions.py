@@ -149,6 +149,3 @@ class ShareSessions:
         for mid in gone:
             del self.sessions[(group_id, mid)]
         return gone
-
-    def members_with_sessions(self, group_id: str) -> list[str]:
-        return [mid for gid, mid in self.sessions if gid == group_id]
