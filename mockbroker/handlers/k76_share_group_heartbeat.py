@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
-from mockbroker.handlers import authz
+from mockbroker.handlers import authz, share_common
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -41,7 +41,7 @@ def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Any:
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
         return _refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not share.enabled():
-        return _refused(ErrorCode.UNSUPPORTED_VERSION, "share groups are off (share.version 0)")
+        return _refused(ErrorCode.UNSUPPORTED_VERSION, share_common.SHARE_GROUPS_OFF)
     code = not_coordinator(ctx, req.group_id)
     if code:
         return _refused(code)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
-from mockbroker.handlers import authz
+from mockbroker.handlers import authz, share_common
 from mockbroker.handlers.groups_common import not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
@@ -70,7 +70,7 @@ def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Any:
 @register(77, 1, 1)
 def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> Any:
     if not ctx.cluster.share.enabled():
-        off = "share groups are off (share.version 0)"
+        off = share_common.SHARE_GROUPS_OFF
         return RESP.ShareGroupDescribeResponse(groups=[_refused(g, ErrorCode.UNSUPPORTED_VERSION, off)
                                                        for g in req.group_ids])
     return RESP.ShareGroupDescribeResponse(groups=[_describe(ctx, g, req.include_authorized_operations)

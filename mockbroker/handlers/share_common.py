@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from mockbroker.state.log import PartitionLog
 
 
+# the message of UNSUPPORTED_VERSION while share.version is finalized at 0
+SHARE_GROUPS_OFF = "share groups are off (share.version 0)"
+
+
 def led_partition(ctx: RequestContext, topic_id: Any, index: int) -> tuple[PartitionLog | None, int]:
     """(the partition's log, 0) when this broker leads it, else (None or the log, the error Kafka answers):
     UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER."""
@@ -53,7 +57,7 @@ def refused_group(ctx: RequestContext, group_id: str | None, member_id: str | No
     if not authz.authorize(ctx, authz.READ, authz.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
     if not ctx.cluster.share.enabled():
-        return ErrorCode.UNSUPPORTED_VERSION, "share groups are off (share.version 0)"
+        return ErrorCode.UNSUPPORTED_VERSION, SHARE_GROUPS_OFF
     return 0, None
 
 
