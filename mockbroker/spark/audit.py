@@ -72,7 +72,7 @@ def run_audit(spark: Any, bootstrap: str, topics: list[str], examples: int = 5) 
 
     from mockbroker.spark import register
 
-    register(spark)
+    register(spark)  # checks the executors first (ExecutorSetupError); again after ship, which is cheap
     full = _reader(spark, bootstrap, topics, **{"mockbroker.audit": "true"})
     # control record key: version int16, type int16 (0 ABORT, 1 COMMIT)
     marked = full.withColumn("markerType", F.when(F.col("isControl"), F.conv(F.hex(F.substring("key", 3, 2)), 16, 10)
@@ -146,7 +146,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "is an alias)")
     parser.add_argument("--topic", action="append", required=True, help="a topic to audit (repeatable)")
     parser.add_argument("--json", dest="json_path", help="also write the report here as JSON")
-    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument("--master", default="local[2]",
+                        help="Spark master (default local[2]); on any other master (spark://, yarn, k8s://) the "
+                             "executors get mockbroker as an archive (mockbroker.spark.ship)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, as spark-submit's --conf (repeatable), e.g. spark.executor.memory=4g")
+
+
+def _spark_settings(pairs: list[str]) -> dict[str, str] | str:
+    """``--conf KEY=VALUE`` pairs as a dict, or the one line saying which pair is malformed."""
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            return f"mockbroker audit: --conf {pair!r} is not KEY=VALUE (e.g. --conf spark.executor.memory=4g)"
+        settings[key.strip()] = value
+    return settings
 
 
 def main(args: argparse.Namespace) -> int:
@@ -154,18 +169,35 @@ def main(args: argparse.Namespace) -> int:
     import os
     import sys
 
+    from mockbroker.spark.preflight import java_problem
+
     missing = missing_extra()
-    if missing:
-        print(missing, file=sys.stderr)
+    settings = _spark_settings(args.conf)
+    problem = missing or (isinstance(settings, str) and settings) or java_problem()
+    if problem:
+        print(problem if problem.startswith("mockbroker audit") else f"mockbroker audit: {problem}", file=sys.stderr)
         return 2
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    assert isinstance(settings, dict)
+    local = args.master.startswith("local")
+    if local:  # executors are this machine's Python processes: the one running this command has mockbroker
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(args.master).appName("mockbroker-audit")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    from mockbroker.spark import ExecutorSetupError, ship
+
+    builder = (SparkSession.builder.master(args.master).appName("mockbroker-audit")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4"))
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
+        if not local:
+            ship(spark)
         report = run_audit(spark, args.bootstrap, args.topic)
+    except ExecutorSetupError as error:
+        print(f"mockbroker audit: {error}", file=sys.stderr)
+        return 2
     finally:
         spark.stop()
     print(report.table())

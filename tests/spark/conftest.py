@@ -31,3 +31,24 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def executor_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Python with pyspark, pyarrow and the codecs but without mockbroker, for executors (as on a cluster)."""
+    from tests.spark.executor_python import make_executor_python
+
+    return make_executor_python(tmp_path_factory.mktemp("executor-python"))
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real Spark standalone cluster on 127.0.0.1: a master and two workers of two cores, each its own JVM.
+    Each application caps itself at two cores (spark.cores.max), so two can run side by side."""
+    from mockbroker.spark.standalone import StandaloneCluster
+
+    cluster = StandaloneCluster(workers=2, cores=2, memory="4g", work_dir=tmp_path_factory.mktemp("standalone"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+    assert not cluster.pids()
