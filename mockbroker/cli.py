@@ -241,7 +241,9 @@ def _check_serve(args: argparse.Namespace) -> MockCluster:
                            listener_security_protocol_map=args.listener_security_protocol_map,
                            sasl_users=dict(args.sasl_user), ssl_certfile=args.ssl_certfile,
                            ssl_keyfile=args.ssl_keyfile, ssl_cafile=args.ssl_cafile,
-                           ssl_client_auth=args.ssl_client_auth, racks=args.racks)
+                           ssl_client_auth=args.ssl_client_auth, racks=args.racks,
+                           schema_registry=False if args.schema_registry_port is None else args.schema_registry_port,
+                           schema_registry_host=args.schema_registry_host)
     except (KafkaError, ValueError, OSError) as exc:
         message = (exc.message or str(exc)) if isinstance(exc, KafkaError) else str(exc)
         flag = _flag_of(message)
@@ -258,7 +260,7 @@ def _flag_of(message: str) -> str | None:
     """The flag a MockCluster error names (``port: ...`` -> ``--port``), TLS ones by their subject."""
     head = message.partition(":")[0]
     flags = {"port": "--port", "brokers": "--brokers", "topics": "--topic", "control_port": "--control-port",
-             "control API": "--control-port"}
+             "control API": "--control-port", "schema registry": "--schema-registry-port"}
     if head in flags:
         return flags[head]
     lowered = message.lower()
@@ -311,6 +313,8 @@ async def _serve(cluster: MockCluster) -> int:
             print(f"listener.{spec.name}={cluster.bootstrap_for(spec.name)}", flush=True)
     if cluster.control_url:
         print(f"control={cluster.control_url}", flush=True)
+    if cluster.schema_registry_url:
+        print(f"schema.registry.url={cluster.schema_registry_url}", flush=True)
     await stop.wait()
     await cluster.stop()
     logging.getLogger("mockbroker").info("stopped")
@@ -430,6 +434,11 @@ def _add_serve_parser(sub: Any) -> None:
     serve.add_argument("--control-token", default=os.environ.get("MOCKBROKER_CONTROL_TOKEN"),
                        help="require 'Authorization: Bearer TOKEN' on the control API "
                             "(default: $MOCKBROKER_CONTROL_TOKEN)")
+    serve.add_argument("--schema-registry-port", type=_port, default=_env("MOCKBROKER_SCHEMA_REGISTRY_PORT", None),
+                       help="serve a Confluent-compatible Schema Registry on this port (0 = a free port; "
+                            "$MOCKBROKER_SCHEMA_REGISTRY_PORT; needs mockbroker[schema-registry])")
+    serve.add_argument("--schema-registry-host", default=os.environ.get("MOCKBROKER_SCHEMA_REGISTRY_HOST", "127.0.0.1"),
+                       help="Schema Registry address (default 127.0.0.1; $MOCKBROKER_SCHEMA_REGISTRY_HOST)")
     _add_security_arguments(serve)
     serve.add_argument("--log-level", default="INFO", type=_log_level, metavar="LEVEL",
                        help=f"log level: {', '.join(LOG_LEVELS)} (default INFO)")

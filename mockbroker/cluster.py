@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mockbroker.cluster_args import check_arguments
+from mockbroker.cluster_registry import RegistryMixin, registry_port
 from mockbroker.faults import FaultSet, Journal
 from mockbroker.server.broker import BrokerServer
 from mockbroker.server.security import Security
@@ -46,7 +47,7 @@ IDLE_TICK_SECONDS = 1.02
 POLL_SECONDS = 0.01
 
 
-class MockCluster:
+class MockCluster(RegistryMixin):
     def __init__(
         self,
         brokers: int = 1,
@@ -70,8 +71,13 @@ class MockCluster:
         ssl_cafile: str | None = None,
         ssl_client_auth: str | None = None,
         racks: Sequence[str] | Mapping[int, str] | None = None,
+        schema_registry: bool | int = False,
+        schema_registry_host: str = "127.0.0.1",
     ) -> None:
         check_arguments(brokers, port, control_port, topics)  # ValueError before anything listens
+        # a Schema Registry beside the brokers (mockbroker.cluster_registry): True for a free port, or a port
+        self._registry_options = (schema_registry_host, registry_port(schema_registry))
+        self.schema_registry = None
         # each broker's broker.rack (one name per broker, or node id -> name): mockbroker.state.replica_selector
         self._racks = parse_racks(racks, brokers)
         # listeners, SASL users and TLS (mockbroker.server.security): keyword arguments or Kafka's config names
@@ -135,6 +141,7 @@ class MockCluster:
                 await self.control.start()
             except OSError as exc:
                 raise OSError(exc.errno, f"control API: {exc.strerror or exc}") from None
+        await self._start_registry()
         for server in self.brokers:  # "listening" once every broker listens, not before a failure
             server.announce()
         return self
@@ -171,6 +178,7 @@ class MockCluster:
         if self.control is not None:
             await self.control.stop()
             self.control = None
+        await self._stop_registry()
         for server in self.brokers:
             await server.stop()
         self.brokers.clear()
@@ -468,6 +476,7 @@ class MockCluster:
         self.state = fresh
         for name, partitions in self._initial_topics.items():
             fresh.create_topic(name, partitions)
+        self._reset_registry()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the cluster's loop from sync code (or schedule it when on the loop)."""

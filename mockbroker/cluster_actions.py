@@ -20,6 +20,8 @@ ACTIONS = {
     "broker_down": ["broker"], "broker_up": ["broker"], "add_broker": [], "remove_broker": ["broker"],
     "partition_broker": ["broker"], "move_leader": ["topic", "partition"], "move_coordinator": ["key"],
     "produce": ["topic", "count"], "reset": [],
+    # the Schema Registry's (MockCluster(schema_registry=True)): mockbroker.registry.faults for the rule's fields
+    "registry_down": [], "registry_up": [], "registry_fault": ["rule"], "registry_clear_faults": [],
 }
 OPTIONAL = {"move_leader": ["broker"], "move_coordinator": ["broker"], "produce": ["partition", "value_size", "prefix"]}
 BATCH_RECORDS = 500
@@ -63,7 +65,31 @@ async def run_action(cluster: MockCluster, spec: dict[str, Any]) -> str:
                        int(spec.get("value_size", 100)), str(spec.get("prefix", "record")))
     elif action == "reset":
         await cluster.reset_async()
+    elif action.startswith("registry_"):
+        return await _registry_action(cluster, action, spec)
     return action + (f" broker {spec['broker']}" if "broker" in spec else "")
+
+
+async def _registry_action(cluster: MockCluster, action: str, spec: dict[str, Any]) -> str:
+    if cluster.schema_registry is None:
+        raise ValueError(f"{action}: this cluster runs no schema registry (start it with a schema registry port)")
+    registry = cluster.schema_registry
+    if action == "registry_down":
+        await registry.down()
+        return "schema registry down (connections refused)"
+    if action == "registry_up":
+        await registry.up()
+        return f"schema registry up at {registry.url}"
+    if action == "registry_clear_faults":
+        registry.clear_faults()
+        return "schema registry faults cleared"
+    if not isinstance(spec["rule"], dict):
+        raise ValueError("registry_fault: rule must be an object of fault fields")
+    try:
+        fault = registry.add_fault(spec["rule"])
+    except ValueError as error:  # the rule's fields (mockbroker.registry.faults.FaultSpecError)
+        raise ValueError(f"registry_fault: {error}") from None
+    return f"schema registry fault {fault.name!r} added"
 
 
 def produce(cluster: MockCluster, topic: str, count: int, partition: int | None = None, value_size: int = 100,

@@ -10,6 +10,9 @@
     def test_two_clusters(mock_cluster_factory):
         a, b = mock_cluster_factory(), mock_cluster_factory(brokers=2)
 
+    def test_avro(mock_cluster, schema_registry_url):    # a Schema Registry beside mock_cluster
+        registry = SchemaRegistryClient({"url": schema_registry_url})
+
     def test_scenario(mock_scenario):
         with mock_scenario("leader-failover-during-produce") as run:  # a shipped name, or a file
             produce(run.bootstrap_servers)
@@ -88,6 +91,13 @@ def mock_cluster(request: pytest.FixtureRequest, mock_cluster_factory: Callable[
 def kafka_bootstrap(mock_cluster: MockCluster) -> str:
     """``bootstrap.servers`` of this test's ``mock_cluster``."""
     return mock_cluster.bootstrap_servers
+
+
+@pytest.fixture
+def schema_registry_url(mock_cluster: MockCluster) -> str:
+    """``schema.registry.url`` of a Confluent-compatible Schema Registry beside ``mock_cluster`` (the same
+    cluster a test gets from ``mock_cluster`` / ``kafka_bootstrap``); needs mockbroker[schema-registry]."""
+    return mock_cluster.enable_schema_registry()
 
 
 @pytest.fixture

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -72,12 +74,14 @@ def test_image_shape() -> None:
     assert stages == ["python:3.11 AS build", "python:3.11-slim"]  # C extension built, slim image served
     assert any(word == "COPY" and rest.startswith("--from=build /wheels") for word, rest in instructions())
     installs = [rest for word, rest in instructions() if word == "RUN" and "pip install" in rest]
-    assert len(installs) == 1 and "[" not in installs[0]  # the runtime alone: no extra (Spark, the test tools)
+    # the runtime and the Schema Registry's extra only (no Spark, no test tools)
+    assert len(installs) == 1 and re.findall(r"\[[^\]]*\]", installs[0]) == ["[schema-registry]"]
     user = one("USER").split(":")[0]
     assert user.isdigit() and int(user) != 0  # non-root, numeric so Kubernetes can check it
     exposed = one("EXPOSE").split()
-    assert {"9092", "9644"} <= set(exposed)
+    assert {"9092", "9644", "8081"} <= set(exposed)
     assert image_env()["MOCKBROKER_CONTROL_PORT"] == "9644" and image_env()["MOCKBROKER_HOST"] == "0.0.0.0"
+    assert image_env()["MOCKBROKER_SCHEMA_REGISTRY_PORT"] == "8081"
 
 
 @pytest.mark.clients
@@ -87,7 +91,8 @@ def test_the_exact_entrypoint_serves_clients_and_passes_the_healthcheck() -> Non
     command = json.loads(one("ENTRYPOINT")) + json.loads(one("CMD"))
     health = json.loads(one("HEALTHCHECK").split(" CMD ", 1)[1])
     env = {**os.environ, **image_env(), "MOCKBROKER_HOST": "127.0.0.1", "MOCKBROKER_CONTROL_HOST": "127.0.0.1",
-           "MOCKBROKER_PORT": str(free_port()), "MOCKBROKER_CONTROL_PORT": str(free_port())}
+           "MOCKBROKER_PORT": str(free_port()), "MOCKBROKER_CONTROL_PORT": str(free_port()),
+           "MOCKBROKER_SCHEMA_REGISTRY_HOST": "127.0.0.1", "MOCKBROKER_SCHEMA_REGISTRY_PORT": str(free_port())}
     bindir = str(Path(sys.executable).parent)  # the image has mockbroker and python on its PATH; so does the venv
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -96,6 +101,9 @@ def test_the_exact_entrypoint_serves_clients_and_passes_the_healthcheck() -> Non
         bootstrap = proc.stdout.readline().strip()
         assert bootstrap == f"bootstrap.servers=localhost:{env['MOCKBROKER_PORT']}"  # the advertised host
         assert proc.stdout.readline().strip() == f"control=http://127.0.0.1:{env['MOCKBROKER_CONTROL_PORT']}"
+        registry = f"http://127.0.0.1:{env['MOCKBROKER_SCHEMA_REGISTRY_PORT']}"
+        assert proc.stdout.readline().strip() == f"schema.registry.url={registry}"
+        assert json.loads(urllib.request.urlopen(registry + "/subjects", timeout=10).read()) == []
         producer = Producer({"bootstrap.servers": bootstrap.split("=", 1)[1], "broker.address.family": "v4"})
         producer.produce("from-docker-cmd", b"x")
         assert producer.flush(15) == 0
@@ -112,7 +120,7 @@ def test_compose_file_points_at_real_things() -> None:
     compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
     broker = compose["services"]["mockbroker"]
     assert (ROOT / "docker" / broker["build"]["context"] / broker["build"]["dockerfile"]).resolve() == DOCKERFILE
-    assert "9644:9644" in broker["ports"]
+    assert "9644:9644" in broker["ports"] and "8081:8081" in broker["ports"]
     scenario = compose["services"]["scenario"]
     command = scenario["command"]
     assert command[:2] == ["scenario", "run"]

@@ -321,6 +321,15 @@ async def get_telemetry(request: web.Request) -> web.Response:
     return web.json_response({"clients": [clients[k] for k in sorted(clients)]})
 
 
+async def get_schema_registry(request: web.Request) -> web.Response:
+    registry = _cluster(request).schema_registry
+    if registry is None:
+        raise _fail(404, "this cluster runs no schema registry (mockbroker serve --schema-registry-port 0)")
+    return web.json_response({"url": registry.url, "reachable": registry.reachable,
+                              "subjects": registry.state.subject_names(),
+                              "faults": [fault.to_dict() for fault in registry.faults]})
+
+
 def _group(group: Group) -> dict[str, Any]:
     members = list(group.consumer.members) if group.consumer is not None else list(group.members)
     return {"group_id": group.group_id, "type": group.group_type, "state": group.state_name,
@@ -340,7 +349,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/journal", get_journal), ("DELETE", "/journal", clear_journal),
     ("GET", "/groups", list_groups), ("GET", "/groups/{id}", get_group),
     ("GET", "/share-groups", list_share_groups), ("GET", "/share-groups/{id}", get_share_group),
-    ("GET", "/telemetry", get_telemetry),
+    ("GET", "/telemetry", get_telemetry), ("GET", "/schema-registry", get_schema_registry),
     ("GET", "/quotas", list_quotas), ("POST", "/quotas", set_quota), ("DELETE", "/quotas", clear_quotas),
 ]
 

@@ -101,6 +101,8 @@ async def _run(scenario: Scenario, args: argparse.Namespace, command: list[str] 
         await run.close_async()
         return 2
     print(f"bootstrap.servers={run.bootstrap_servers}", file=out, flush=True)
+    if run.cluster.schema_registry_url:
+        print(f"schema.registry.url={run.cluster.schema_registry_url}", file=out, flush=True)
     if run.cluster.control_url:
         print(f"control={run.cluster.control_url}", file=out, flush=True)
     try:
@@ -125,6 +127,8 @@ async def _run(scenario: Scenario, args: argparse.Namespace, command: list[str] 
 async def _run_app(command: list[str], run: ScenarioRun, quiet_stdout: bool) -> int:
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": run.bootstrap_servers,
            "MOCKBROKER_BOOTSTRAP": run.bootstrap_servers}
+    if run.cluster.schema_registry_url:
+        env["SCHEMA_REGISTRY_URL"] = run.cluster.schema_registry_url
     try:
         process = await asyncio.create_subprocess_exec(*command, env=env,
                                                        stdout=sys.stderr.fileno() if quiet_stdout else None)

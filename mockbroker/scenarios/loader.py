@@ -66,6 +66,7 @@ class Scenario:
     brokers: int = 1
     config: dict[str, str] = field(default_factory=dict)
     sasl_users: dict[str, str] = field(default_factory=dict)
+    schema_registry: bool = False
     topics: list[dict[str, Any]] = field(default_factory=list)
     timeout_s: float = DEFAULT_TIMEOUT_S
     app: list[str] | None = None
@@ -245,7 +246,7 @@ def _build(data: dict[str, Any], path: Path | None) -> Scenario:
     scenario = Scenario(
         name=data["name"], path=path, description=data.get("description", ""),
         brokers=cluster.get("brokers", 1), config={k: config_text(v) for k, v in cluster.get("config", {}).items()},
-        sasl_users=dict(cluster.get("sasl_users", {})),
+        sasl_users=dict(cluster.get("sasl_users", {})), schema_registry=bool(cluster.get("schema_registry", False)),
         topics=cluster.get("topics", []), app=data.get("app"), end=data.get("end"), expect=data.get("expect", []),
         on_failure=data.get("on_failure", "stop"),
     )

@@ -78,6 +78,7 @@ class ClusterCheck:
         if isinstance(cluster.get("config"), dict) and cluster["config"]:
             self._listeners(cluster["config"])
         self.auto_create = bool(self.broker_config["auto.create.topics.enable"])
+        self.schema_registry = bool(cluster.get("schema_registry", False))
         self.topics: dict[str, int] = {CONSUMER_OFFSETS: 50, TRANSACTION_STATE: 50}
         for i, topic in enumerate(cluster.get("topics") or []):
             if ("cluster", "topics", i) not in bad and isinstance(topic, dict):
@@ -171,7 +172,9 @@ class ClusterCheck:
             self.add([*where, extra[0]], f"{action} does not take {', '.join(extra)}")
         if "broker" in raw and action != "add_broker":
             self.broker(raw["broker"], [*where, "broker"])
-        if action == "add_broker":
+        if str(action).startswith("registry_"):
+            self.registry_action(raw, where)
+        elif action == "add_broker":
             self.brokers.append(max(self.brokers) + 1)
         elif action == "produce" and "topic" in raw and raw["topic"] not in self.topics and self.auto_create:
             self.topics[raw["topic"]] = self.broker_config["num.partitions"]  # produce creates it
@@ -182,6 +185,20 @@ class ClusterCheck:
             return
         if "topic" in raw and action in ("produce", "move_leader"):
             self.topic(raw["topic"], [*where, "topic"], raw.get("partition"))
+
+    def registry_action(self, raw: dict[str, Any], where: Where) -> None:
+        from mockbroker.registry.faults import FaultSpecError, RegistryFault
+
+        if not self.schema_registry:
+            self.add([*where, "action"], f"{raw['action']} needs a schema registry: set cluster.schema_registry: true")
+        if raw["action"] == "registry_fault" and "rule" in raw:
+            if not isinstance(raw["rule"], dict):
+                self.add([*where, "rule"], "rule must be a mapping of fault fields")
+                return
+            try:
+                RegistryFault.from_dict(raw["rule"], default_name="check")
+            except FaultSpecError as exc:
+                self.add([*where, "rule"], str(exc))
 
     def fault(self, spec: dict[str, Any], where: Where, what: str = "fault") -> bool:
         unknown = [k for k in spec if k not in FAULT_FIELDS]

@@ -160,11 +160,22 @@ def test_the_whole_api_with_a_real_client(cluster: MockCluster) -> None:
     clients = api.call("GET", "/telemetry").json()["clients"]
     assert clients and all(c["requested_metrics"] == [] and c["pushes"] == 0 for c in clients)
 
+    # the Schema Registry: none until one is started beside the cluster, then its URL, subjects and faults
+    assert api.call("GET", "/schema-registry").status == 404
+    url = cluster.enable_schema_registry()
+    assert api.call("POST", "/actions", {"action": "registry_fault", "rule": {"name": "slow", "latency_ms": 1,
+                                                                            "times": 2}}).status == 200
+    registry = api.call("GET", "/schema-registry").json()
+    assert registry["url"] == url and registry["reachable"] is True and registry["subjects"] == []
+    assert [f["name"] for f in registry["faults"]] == ["slow"]
+
     # reset, delete
     assert api.call("DELETE", "/topics/orders").status == 204
     assert api.call("DELETE", "/topics/orders").status == 404
     assert api.call("POST", "/reset").status == 204
-    assert api.call("GET", "/topics").json()["topics"] == [{"name": "seed", "partitions": 1}]
+    # (the registry started above keeps its _schemas topic across the reset, empty)
+    assert api.call("GET", "/topics").json()["topics"] == [{"name": "_schemas", "partitions": 1},
+                                                           {"name": "seed", "partitions": 1}]
     assert api.seen == operations()  # every documented operation was exercised and validated
 
 
