@@ -87,6 +87,15 @@ async def schema_by_id(request: web.Request) -> web.Response:
     return answer({**body, "id": stored.schema_id, "guid": stored.guid})
 
 
+async def schema_by_guid(request: web.Request) -> web.Response:
+    state, guid = _state(request), request.match_info["guid"]
+    for stored in state.schemas.values():
+        if stored.guid == guid:
+            return answer({**_schema_body(state, stored.schema_id, request.query.get("format")),
+                           "id": stored.schema_id, "guid": guid})
+    raise RegistryError(E.SCHEMA_NOT_FOUND, f"Schema {guid} not found")
+
+
 async def raw_schema_by_id(request: web.Request) -> web.Response:
     return web.Response(text=_state(request).schema(_id(request)).parsed.canonical, content_type=CONTENT_TYPE)
 
@@ -265,6 +274,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/", root)
     app.router.add_get("/schemas/types", schema_types)
     app.router.add_get("/schemas/ids/{id}", schema_by_id)
+    app.router.add_get("/schemas/guids/{guid}", schema_by_guid)
     app.router.add_get("/schemas/ids/{id}/schema", raw_schema_by_id)
     app.router.add_get("/schemas/ids/{id}/subjects", subjects_of_id)
     app.router.add_get("/schemas/ids/{id}/versions", versions_of_id)

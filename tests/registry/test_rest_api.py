@@ -70,6 +70,9 @@ def test_register_look_up_and_share_ids(api: Api) -> None:
         {"subject": "a-value", "version": 1}, {"subject": "b-value", "version": 1}]
     assert "a-value" in api.call("GET", "/subjects")[1]
     assert api.call("GET", "/schemas/types")[1] == ["AVRO", "JSON", "PROTOBUF"]
+    guid = api.call("GET", f"/schemas/ids/{first['id']}")[1]["guid"]
+    assert api.call("GET", f"/schemas/guids/{guid}")[1]["id"] == first["id"]
+    assert api.call("GET", "/schemas/guids/nope")[1]["error_code"] == 40403
 
 
 def test_versions_latest_and_compatibility(api: Api) -> None:
