@@ -17,7 +17,7 @@ from typing import Any
 from fastavro.schema import parse_schema
 
 from mockbroker.registry.avro_compat import NAMED, PRIMITIVES, check
-from mockbroker.registry.kinds import ParsedSchema, SchemaError
+from mockbroker.registry.kinds import ParsedSchema, SchemaError, load_json, one_line
 
 KIND = "AVRO"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -34,20 +34,6 @@ class AvroSchema:
     named: dict[str, Any]
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def _load(text: str, where: str) -> Any:
-    if not isinstance(text, str):
-        raise SchemaError(f"{where}: the schema must be a string, not {type(text).__name__}")
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise SchemaError(f"{where}: invalid JSON: {_one_line(str(exc))}") from None
-
-
 def _fastavro(data: Any, named: dict[str, Any], where: str) -> Any:
     """fastavro's parse_schema, every failure turned into a one-line SchemaError."""
     if not isinstance(data, (str, list, dict)):
@@ -59,7 +45,7 @@ def _fastavro(data: Any, named: dict[str, Any], where: str) -> Any:
     except RecursionError:
         raise  # reported once, by _parse_one
     except Exception as exc:  # fastavro raises several types (SchemaParseException, UnknownType, TypeError)
-        raise SchemaError(f"{where}: invalid Avro schema: {type(exc).__name__}: {_one_line(str(exc))}") from None
+        raise SchemaError(f"{where}: invalid Avro schema: {type(exc).__name__}: {one_line(str(exc))}") from None
 
 
 def _check_name(name: Any, what: str, where: str, path: str) -> str:
@@ -215,7 +201,7 @@ class _Validator:
             self.walk(fld["type"], where + "/type")
             if "default" in fld and not _valid_default(fld["type"], fld["default"], self.named):
                 raise self.fail(
-                    f"default {_one_line(json.dumps(fld['default']), 80)} of field '{fname}' ({where}) "
+                    f"default {one_line(json.dumps(fld['default']), 80)} of field '{fname}' ({where}) "
                     f"does not match its type"
                 )
 
@@ -264,7 +250,7 @@ def _parse_references(references: dict[str, str]) -> dict[str, Any]:
     """Parse the references into one dict of named types.  A reference may use another's types, whatever
     the order they are given in: those that fail are retried while others succeed."""
     named: dict[str, Any] = {}
-    pending = [(name, _load(text, f"reference '{name}'")) for name, text in references.items()]
+    pending = [(name, load_json(text, f"reference '{name}'")) for name, text in references.items()]
     while pending:
         failed: list[tuple[str, Any]] = []
         first_error: SchemaError | None = None
@@ -286,7 +272,7 @@ def parse(text: str, references: dict[str, str]) -> ParsedSchema:
     if not isinstance(references, dict):
         raise SchemaError("references must map import names to schema texts")
     named = _parse_references(references)
-    data = _load(text, "schema")
+    data = load_json(text, "schema")
     root = _parse_one(data, named, "schema")
     canonical = json.dumps(data, separators=(",", ":"))
     return ParsedSchema(KIND, canonical, AvroSchema(root, named), tuple(references))
@@ -294,7 +280,7 @@ def parse(text: str, references: dict[str, str]) -> ParsedSchema:
 
 def canonical(text: str) -> str:
     """The compact JSON text of a schema (field order, docs, defaults, aliases and logical types kept)."""
-    return json.dumps(_load(text, "schema"), separators=(",", ":"))
+    return json.dumps(load_json(text, "schema"), separators=(",", ":"))
 
 
 def incompatibilities(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:

@@ -19,25 +19,11 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT7, UnknownDialect, specification_with
 
 from mockbroker.registry.json_schema_compat import JsonSchema, check
-from mockbroker.registry.kinds import ParsedSchema, SchemaError
+from mockbroker.registry.kinds import ParsedSchema, SchemaError, load_json, one_line
 
 KIND = "JSON"
 # keywords whose values are data, not subschemas (a "$ref" in them is not a reference)
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def _load(text: Any, where: str) -> Any:
-    if not isinstance(text, str):
-        raise SchemaError(f"{where}: the schema must be a string, not {type(text).__name__}")
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise SchemaError(f"{where}: invalid JSON: {_one_line(str(exc))}") from None
 
 
 def _pointer(parts: Any) -> str:
@@ -63,9 +49,9 @@ def _specification(data: Any, where: str) -> Specification[Any]:
         validator.check_schema(data)
     except jsonschema.exceptions.SchemaError as exc:
         raise SchemaError(
-            f"{where}: invalid JSON Schema at {_pointer(exc.absolute_path)}: {_one_line(exc.message)}") from None
+            f"{where}: invalid JSON Schema at {_pointer(exc.absolute_path)}: {one_line(exc.message)}") from None
     except Exception as exc:  # e.g. a pattern the regex engine rejects in an unexpected way
-        raise SchemaError(f"{where}: invalid JSON Schema: {type(exc).__name__}: {_one_line(str(exc))}") from None
+        raise SchemaError(f"{where}: invalid JSON Schema: {type(exc).__name__}: {one_line(str(exc))}") from None
     return spec
 
 
@@ -119,7 +105,7 @@ def _parse(text: str, references: dict[str, str]) -> ParsedSchema:
     resources: dict[str, Resource[Any]] = {}
     for name, ref_text in references.items():
         where = f"reference '{name}'"
-        ref_data = _load(ref_text, where)
+        ref_data = load_json(ref_text, where)
         ref_spec = _specification(ref_data, where)
         loaded[name] = (ref_data, ref_spec)
         resources[name] = ref_spec.create_resource(ref_data)
@@ -130,7 +116,7 @@ def _parse(text: str, references: dict[str, str]) -> ParsedSchema:
         own_id = resource.id()
         if own_id and own_id != name:
             registry = registry.with_resource(own_id, resource)
-    data = _load(text, "schema")
+    data = load_json(text, "schema")
     spec = _specification(data, "schema")
     resolver = registry.resolver_with_root(spec.create_resource(data))
     for name, (ref_data, ref_spec) in loaded.items():
@@ -147,7 +133,7 @@ def canonical_of(data: Any) -> str:
 
 def canonical(text: str) -> str:
     """The canonical text of a JSON Schema text (compact, key order kept)."""
-    return canonical_of(_load(text, "schema"))
+    return canonical_of(load_json(text, "schema"))
 
 
 def incompatibilities(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:

@@ -10,6 +10,7 @@ with another.  The compatibility levels (BACKWARD, FORWARD, FULL, transitive or 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,3 +30,19 @@ class ParsedSchema:
     canonical: str
     parsed: Any = field(compare=False, repr=False)
     references: tuple[str, ...] = ()
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line, cut at ``limit`` characters: how the type modules quote a parser's message."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def load_json(text: Any, where: str) -> Any:
+    """The JSON of an AVRO or JSON schema text, or SchemaError naming ``where`` (the schema or a reference)."""
+    if not isinstance(text, str):
+        raise SchemaError(f"{where}: the schema must be a string, not {type(text).__name__}")
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise SchemaError(f"{where}: invalid JSON: {one_line(str(exc))}") from None
