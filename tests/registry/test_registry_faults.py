@@ -135,10 +135,13 @@ timeout: 60s
 app: ["{python}", "{here}/app.py"]
 steps:
   - {name: the registry goes away, at: 0s, action: registry_down}
-  - {name: it comes back, after: 3s, action: registry_up}
+  - name: it comes back once the app has met it down (the app says so with a record)
+    when: {records: {topic: orders, at_least: 1}}
+    action: registry_up
   - {name: then it is slow, after: 0s, action: registry_fault, rule: {latency_ms: 100, times: 2}}
 """
 APP = """import json, os, time
+from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -151,6 +154,10 @@ for attempt in range(100):
         break
     except Exception:
         failures += 1
+        if failures == 1:  # tell the scenario: it brings the registry back when it sees this record
+            producer = Producer({"bootstrap.servers": os.environ["KAFKA_BOOTSTRAP_SERVERS"]})
+            producer.produce("orders", b"met the registry down")
+            producer.flush(10)
         time.sleep(0.1)
 print("failures before success:", failures, file=open("app.out", "w"))
 raise SystemExit(0 if failures else 3)

@@ -147,11 +147,12 @@ KINDS: dict[str, dict[str, str]] = {
         "W'": json.dumps({"type": "object", "description": "alt",
                           "properties": {"n": {"type": "string", "maxLength": 10}}}),
     },
-    "PROTOBUF": {
-        "N": 'syntax = "proto2";\nmessage R {\n  required int32 n = 1;\n}\n',
-        "N'": 'syntax = "proto2";\nmessage R {\n  required int32 n = 1;\n  // alt\n  optional string extra = 2;\n}\n',
-        "W": 'syntax = "proto2";\nmessage R {\n  optional int32 n = 1;\n}\n',
-        "W'": 'syntax = "proto2";\nmessage R {\n  optional int32 n = 1;\n  optional string extra = 2;\n}\n',
+    "PROTOBUF": {  # fields moved into a oneof: a plain reader reads them, a oneof reader refuses plain data
+        "N": 'syntax = "proto3";\nmessage R {\n  oneof o {\n    int32 a = 1;\n    int32 b = 2;\n  }\n}\n',
+        "N'": 'syntax = "proto3";\nmessage R {\n  oneof o {\n    int32 a = 1;\n    int32 b = 2;\n  }\n'
+              '  int32 c = 3;\n}\n',
+        "W": 'syntax = "proto3";\nmessage R {\n  int32 a = 1;\n  int32 b = 2;\n}\n',
+        "W'": 'syntax = "proto3";\nmessage R {\n  int32 a = 1;\n  int32 b = 2;\n  int32 c = 3;\n}\n',
     },
 }
 # level -> (history registered under NONE, the new schema, accepted?)
