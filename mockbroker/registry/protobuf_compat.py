@@ -1,6 +1,6 @@
 """Confluent's Protobuf compatibility rules: ``incompatibilities(reader, writer)`` compares the writer's first
 message (and every message type it reaches) with the reader's message of the same name.  Fields are matched
-by number.  Incompatible: PACKAGE_CHANGED, SYNTAX_CHANGED, MESSAGE_REMOVED, FIELD_KIND_CHANGED (scalar /
+by number.  Incompatible: PACKAGE_CHANGED, MESSAGE_REMOVED, FIELD_KIND_CHANGED (scalar /
 message / enum), FIELD_SCALAR_KIND_CHANGED (outside the wire-compatible groups), FIELD_NAMED_TYPE_CHANGED,
 REQUIRED_FIELD_ADDED, REQUIRED_FIELD_REMOVED, ONEOF_FIELD_REMOVED, MULTIPLE_FIELDS_MOVED_TO_ONEOF and
 FIELD_MOVED_TO_EXISTING_ONEOF.  Compatible (no reason): fields added or removed, renamed fields, messages and
@@ -62,9 +62,7 @@ class _Diff:
         wm, rm = self.w.main, self.r.main
         if wm.package != rm.package:
             self.out.append(f"PACKAGE_CHANGED: package '{wm.package}' in the writer is '{rm.package}' in the reader")
-        if (wm.syntax or "proto2") != (rm.syntax or "proto2"):
-            self.out.append(f"SYNTAX_CHANGED: syntax {wm.syntax or 'proto2'} in the writer is "
-                            f"{rm.syntax or 'proto2'} in the reader")
+        # a proto2 <-> proto3 change alone is not refused: proto2 optional and proto3 fields are the same bytes
         if wm.message_type:
             first = wm.message_type[0].name
             self.message(f".{wm.package}.{first}" if wm.package else f".{first}")
@@ -122,6 +120,8 @@ class _Diff:
                                 f"oneof '{oneof.name}' in the reader but not in a oneof in the writer")
 
     def field(self, what: str, wfld: Any, rfld: Any) -> None:
+        if rfld.label == FDP.LABEL_REQUIRED and wfld.label != FDP.LABEL_REQUIRED:
+            self.out.append(f"REQUIRED_FIELD_ADDED: {what} is required in the reader and not in the writer")
         wkind, rkind = _kind(wfld), _kind(rfld)
         if wkind != rkind:
             self.out.append(f"FIELD_KIND_CHANGED: {what} is a {wkind} in the writer and a {rkind} in the reader")

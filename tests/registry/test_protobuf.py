@@ -207,10 +207,16 @@ def test_required_fields_proto2() -> None:
     assert protobuf.incompatibilities(w, w) == []
 
 
-def test_syntax_changed() -> None:
+def test_a_syntax_change_alone_is_compatible() -> None:
     w = proto2("message A { optional string a = 1; }")
     r = proto3("message A { string a = 1; }")
-    assert [x.split(":")[0] for x in protobuf.incompatibilities(r, w)] == ["SYNTAX_CHANGED"]
+    assert protobuf.incompatibilities(r, w) == [] and protobuf.incompatibilities(w, r) == []
+
+
+def test_optional_to_required_is_refused_and_required_to_optional_is_not() -> None:
+    optional, required = proto2("message A { optional int32 a = 1; }"), proto2("message A { required int32 a = 1; }")
+    assert protobuf.incompatibilities(required, optional)[0].startswith("REQUIRED_FIELD_ADDED")
+    assert protobuf.incompatibilities(optional, required) == []
 
 
 def test_enum_changes_are_compatible() -> None:
