@@ -1,10 +1,12 @@
 """Confluent's Protobuf compatibility rules: ``incompatibilities(reader, writer)`` compares the writer's first
 message (and every message type it reaches) with the reader's message of the same name.  Fields are matched
-by number.  Incompatible: PACKAGE_CHANGED, MESSAGE_REMOVED, FIELD_KIND_CHANGED (scalar /
-message / enum), FIELD_SCALAR_KIND_CHANGED (outside the wire-compatible groups), FIELD_NAMED_TYPE_CHANGED,
-REQUIRED_FIELD_ADDED, REQUIRED_FIELD_REMOVED, ONEOF_FIELD_REMOVED, MULTIPLE_FIELDS_MOVED_TO_ONEOF and
-FIELD_MOVED_TO_EXISTING_ONEOF.  Compatible (no reason): fields added or removed, renamed fields, messages and
-enums added, enum constants added, removed or renamed."""
+by number.  Incompatible: MESSAGE_REMOVED, FIELD_KIND_CHANGED (scalar / message / enum; an enum and a varint
+scalar are alike), FIELD_SCALAR_KIND_CHANGED (outside the wire-compatible groups), FIELD_NAMED_TYPE_CHANGED
+(names compared without their file's package), FIELD_NUMERIC_LABEL_CHANGED (a number field made repeated or
+singular), REQUIRED_FIELD_ADDED (or made required), REQUIRED_FIELD_REMOVED, ONEOF_FIELD_REMOVED,
+MULTIPLE_FIELDS_MOVED_TO_ONEOF and FIELD_MOVED_TO_EXISTING_ONEOF.  Compatible (no reason), as in Confluent's
+own examples: a package change, fields added or removed, renamed fields, messages and enums added or moved,
+enum constants added, removed or renamed, repeated <-> singular for strings, bytes and messages."""
 
 from __future__ import annotations
 
@@ -21,6 +23,11 @@ _GROUPS = [
     {FDP.TYPE_STRING, FDP.TYPE_BYTES},
 ]
 _NAMES = {value: name[len("TYPE_"):].lower() for name, value in FDP.Type.items()}
+
+
+def _packages(files: dict[str, descriptor_pb2.FileDescriptorProto]) -> dict[str, str]:
+    """The package of the file that defines each message and enum, by full name."""
+    return {name: fdp.package for fdp in files.values() for name in _types({fdp.name: fdp})}
 
 
 def _types(files: dict[str, descriptor_pb2.FileDescriptorProto]) -> dict[str, Any]:
@@ -55,27 +62,27 @@ class _Diff:
     def __init__(self, writer: Any, reader: Any) -> None:
         self.w, self.r = writer, reader
         self.wtypes, self.rtypes = _types(writer.files), _types(reader.files)
+        self.wpackages, self.rpackages = _packages(writer.files), _packages(reader.files)
         self.seen: set[str] = set()
         self.out: list[str] = []
 
     def run(self) -> list[str]:
-        wm, rm = self.w.main, self.r.main
-        if wm.package != rm.package:
-            self.out.append(f"PACKAGE_CHANGED: package '{wm.package}' in the writer is '{rm.package}' in the reader")
+        wm = self.w.main
+        # a package change alone is compatible (Confluent's PACKAGE_CHANGED is not an incompatibility)
         # a proto2 <-> proto3 change alone is not refused: proto2 optional and proto3 fields are the same bytes
         if wm.message_type:
             first = wm.message_type[0].name
             self.message(f".{wm.package}.{first}" if wm.package else f".{first}")
         return self.out
 
-    def message(self, wname: str) -> None:
+    def message(self, wname: str, rname: str | None = None) -> None:
+        """Compare the writer's message ``wname`` with the reader's ``rname`` (by default the one of the same
+        name relative to the reader's package)."""
         if wname in self.seen:
             return
         self.seen.add(wname)
-        local = _local(wname, self.w.main.package)
-        if local.startswith("."):
-            rname = local
-        else:
+        local = _local(wname, self.wpackages.get(wname, self.w.main.package))
+        if rname is None:
             rname = f".{self.r.main.package}.{local}" if self.r.main.package else f".{local}"
         wmsg, rmsg = self.wtypes.get(wname), self.rtypes.get(rname)
         if not isinstance(wmsg, descriptor_pb2.DescriptorProto):
@@ -123,6 +130,12 @@ class _Diff:
         if rfld.label == FDP.LABEL_REQUIRED and wfld.label != FDP.LABEL_REQUIRED:
             self.out.append(f"REQUIRED_FIELD_ADDED: {what} is required in the reader and not in the writer")
         wkind, rkind = _kind(wfld), _kind(rfld)
+        if (wfld.label == FDP.LABEL_REPEATED) != (rfld.label == FDP.LABEL_REPEATED) and not (
+                {wkind, rkind} == {"message"} or {wfld.type, rfld.type} <= {FDP.TYPE_STRING, FDP.TYPE_BYTES}):
+            self.out.append(f"FIELD_NUMERIC_LABEL_CHANGED: {what} is {_label(wfld)} in the writer and "
+                            f"{_label(rfld)} in the reader")
+        if {wkind, rkind} == {"enum", "scalar"} and {wfld.type, rfld.type} - {FDP.TYPE_ENUM} <= _GROUPS[0]:
+            return  # an enum is a varint on the wire
         if wkind != rkind:
             self.out.append(f"FIELD_KIND_CHANGED: {what} is a {wkind} in the writer and a {rkind} in the reader")
             return
@@ -131,13 +144,17 @@ class _Diff:
                 self.out.append(f"FIELD_SCALAR_KIND_CHANGED: {what} is {_NAMES[wfld.type]} in the writer and "
                                 f"{_NAMES[rfld.type]} in the reader (not wire compatible)")
             return
-        wlocal = _local(wfld.type_name, self.w.main.package)
-        rlocal = _local(rfld.type_name, self.r.main.package)
+        wlocal = _local(wfld.type_name, self.wpackages.get(wfld.type_name, self.w.main.package))
+        rlocal = _local(rfld.type_name, self.rpackages.get(rfld.type_name, self.r.main.package))
         if wlocal != rlocal:
             self.out.append(f"FIELD_NAMED_TYPE_CHANGED: {what} has type '{wlocal}' in the writer and "
                             f"'{rlocal}' in the reader")
         elif wkind == "message":
-            self.message(wfld.type_name)
+            self.message(wfld.type_name, rfld.type_name)
+
+
+def _label(fld: Any) -> str:
+    return "repeated" if fld.label == FDP.LABEL_REPEATED else "singular"
 
 
 def incompatibilities(reader: Any, writer: Any) -> list[str]:

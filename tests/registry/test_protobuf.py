@@ -187,8 +187,32 @@ def test_message_removed_and_package_changed() -> None:
     w = proto3(BASE)
     r = proto3("message Other { string name = 1; }")
     assert any(reason.startswith("MESSAGE_REMOVED") for reason in protobuf.incompatibilities(r, w))
-    moved = proto3(BASE, package="store")
-    assert [x.split(":")[0] for x in protobuf.incompatibilities(moved, w)] == ["PACKAGE_CHANGED"]
+    moved = proto3(BASE, package="store")  # a package change alone is compatible in Confluent's examples
+    assert protobuf.incompatibilities(moved, w) == [] and protobuf.incompatibilities(w, moved) == []
+
+
+def test_imported_types_are_compared_without_their_package() -> None:
+    home = 'syntax = "proto3";\npackage {pkg};\nmessage Home {{ {kind} id = 1; bool on = 2; }}\n'
+    user = 'syntax = "proto3";\nimport "{file}";\nmessage User {{ .{pkg}.Home home = 1; }}\n'
+
+    def parse(pkg: str, kind: str) -> ParsedSchema:
+        file = f"{pkg}.proto"
+        return protobuf.parse(user.format(file=file, pkg=pkg), {file: home.format(pkg=pkg, kind=kind)})
+
+    same, other_package, other_field = parse("a.b", "int32"), parse("a.c", "int32"), parse("a.c", "string")
+    assert protobuf.incompatibilities(other_package, same) == []
+    reasons = protobuf.incompatibilities(other_field, same)
+    assert reasons and reasons[0].startswith("FIELD_SCALAR_KIND_CHANGED")
+
+
+@pytest.mark.parametrize(("kind", "compatible"), [("string", True), ("bytes", True), ("Inner", True),
+                                                  ("int32", False), ("double", False)])
+def test_singular_to_repeated(kind: str, compatible: bool) -> None:
+    body = "message A {{ {label} {kind} f = 1; message Inner {{ string s = 1; }} }}"
+    single, many = proto3(body.format(label="optional", kind=kind)), proto3(body.format(label="repeated", kind=kind))
+    for reasons in (protobuf.incompatibilities(many, single), protobuf.incompatibilities(single, many)):
+        assert (reasons == []) is compatible, reasons
+        assert compatible or reasons[0].startswith("FIELD_NUMERIC_LABEL_CHANGED")
 
 
 def test_oneof_field_removed() -> None:
@@ -223,8 +247,10 @@ def test_enum_changes_are_compatible() -> None:
     w = proto3("message A { E e = 1; } enum E { E0 = 0; E1 = 1; }")
     r = proto3("message A { E e = 1; } enum E { E0 = 0; E2 = 2; }")
     assert protobuf.incompatibilities(r, w) == [] and protobuf.incompatibilities(w, r) == []
-    as_int = proto3("message A { int32 e = 1; }")
-    assert protobuf.incompatibilities(as_int, w)[0].startswith("FIELD_KIND_CHANGED")
+    as_int = proto3("message A { int32 e = 1; }")  # an enum is a varint: Confluent accepts int32 <-> enum
+    assert protobuf.incompatibilities(as_int, w) == [] and protobuf.incompatibilities(w, as_int) == []
+    as_string = proto3("message A { string e = 1; }")
+    assert protobuf.incompatibilities(as_string, w)[0].startswith("FIELD_KIND_CHANGED")
 
 
 def test_serialized_loads_into_a_descriptor_pool_like_the_deserializer() -> None:
