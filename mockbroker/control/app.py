@@ -22,6 +22,7 @@ from aiohttp import web
 from mockbroker.cluster_actions import run_action
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults import rule_from_dict
+from mockbroker.http_site import HttpSite
 from mockbroker.protocol.errors import error_name
 from mockbroker.state.inspect import append_records, read_records
 
@@ -363,30 +364,8 @@ def make_app(cluster: MockCluster, token: str | None = None) -> web.Application:
     return app
 
 
-class ControlServer:
+class ControlServer(HttpSite):
     """The control API on ``host:port`` (loopback by default), on the cluster's loop."""
 
     def __init__(self, cluster: MockCluster, host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
-        self.app = make_app(cluster, token)
-        self.host = host
-        self.port = port
-        self._runner: web.AppRunner | None = None
-
-    async def start(self) -> None:
-        self._runner = web.AppRunner(self.app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        sockets = getattr(site._server, "sockets", None)  # an asyncio.Server's (AbstractServer declares none)
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    @property
-    def url(self) -> str:
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
-        return f"http://{host}:{self.port}"
+        super().__init__(make_app(cluster, token), host, port)

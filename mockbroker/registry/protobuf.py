@@ -139,21 +139,15 @@ def _compile(text: str, references: dict[str, str]) -> ProtoSchema:
             given.file.add().ParseFromString(raw)
     with tempfile.TemporaryDirectory(prefix="mockbroker-proto-") as tmp:
         sources: dict[str, str] = dict()
-        for name, ref_text in references.items():
-            if not isinstance(ref_text, str):
+        for name, given_text in [*references.items(), (main_name, text)]:
+            if not isinstance(given_text, str):
                 raise SchemaError(f"reference '{name}' is not a string")
-            fdp = _decode(ref_text.strip())
+            fdp = _decode(given_text.strip())  # a base64 FileDescriptorProto, else .proto text for protoc
             if fdp is None:
-                sources[name] = ref_text
+                sources[name] = given_text
             else:
                 fdp.name = name
                 given.file.append(fdp)
-        main = _decode(text.strip())
-        if main is None:
-            sources[main_name] = text
-        else:
-            main.name = main_name
-            given.file.append(main)
         for name, source in sources.items():
             path = os.path.normpath(os.path.join(tmp, name))
             if not path.startswith(tmp + os.sep):

@@ -199,7 +199,7 @@ async def compatibility(request: web.Request) -> web.Response:
             if error.code != E.SUBJECT_NOT_FOUND:
                 raise
             against = []
-        level = state.level_of(subject).removesuffix("_TRANSITIVE")  # one version: the level's direction
+        level = state.levels.of(subject).removesuffix("_TRANSITIVE")  # one version: the level's direction
     else:
         against = [v for v in state.subjects.get(subject, []) if not v.deleted]
         level = None
@@ -216,15 +216,8 @@ def _subject(request: web.Request) -> str | None:
 
 
 async def get_config(request: web.Request) -> web.Response:
-    state, subject = _state(request), _subject(request)
-    if subject is None:
-        return answer({"compatibilityLevel": state.level})
-    if subject in state.subject_levels:
-        return answer({"compatibilityLevel": state.subject_levels[subject]})
-    if _flag(request, "defaultToGlobal"):
-        return answer({"compatibilityLevel": state.level})
-    raise RegistryError(E.SUBJECT_CONFIG_NOT_FOUND, f"Subject '{subject}' does not have subject-level "
-                                                     "compatibility configured")
+    level = _state(request).levels.configured(_subject(request), _flag(request, "defaultToGlobal"))
+    return answer({"compatibilityLevel": level})
 
 
 async def put_config(request: web.Request) -> web.Response:
@@ -236,19 +229,13 @@ async def put_config(request: web.Request) -> web.Response:
 
 async def delete_config(request: web.Request) -> web.Response:
     async with _registry(request).lock:
-        level = await _commit(request, _state(request).plan_forget_level(_subject(request)))
+        level = await _commit(request, _state(request).levels.plan_forget(_subject(request)))
     return answer({"compatibilityLevel": level})
 
 
 async def get_mode(request: web.Request) -> web.Response:
-    state, subject = _state(request), _subject(request)
-    if subject is None:
-        return answer({"mode": state.mode})
-    if subject in state.subject_modes:
-        return answer({"mode": state.subject_modes[subject]})
-    if _flag(request, "defaultToGlobal"):
-        return answer({"mode": state.mode})
-    raise RegistryError(E.SUBJECT_MODE_NOT_FOUND, f"Subject '{subject}' does not have subject-level mode configured")
+    mode = _state(request).modes.configured(_subject(request), _flag(request, "defaultToGlobal"))
+    return answer({"mode": mode})
 
 
 async def put_mode(request: web.Request) -> web.Response:
@@ -261,7 +248,7 @@ async def put_mode(request: web.Request) -> web.Response:
 
 async def delete_mode(request: web.Request) -> web.Response:
     async with _registry(request).lock:
-        mode = await _commit(request, _state(request).plan_forget_mode(request.match_info["subject"]))
+        mode = await _commit(request, _state(request).modes.plan_forget(request.match_info["subject"]))
     return answer({"mode": mode})
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
+from mockbroker.http_site import HttpSite
 from mockbroker.registry.errors import RegistryError
 from mockbroker.registry.faults import RegistryFault
 from mockbroker.registry.routes import CONTENT_TYPE, REGISTRY, add_routes
@@ -63,60 +64,32 @@ async def _faults_and_errors(request: web.Request, handler: Handler) -> web.Stre
         return _error(500, 50001, "Internal error in mockbroker's schema registry (logged by the broker)")
 
 
-class SchemaRegistry:
-    """The registry of one cluster: its state, its store, its faults and its HTTP server."""
+class SchemaRegistry(HttpSite):
+    """The registry of one cluster: its state, its store, its faults and its HTTP server (``down`` / ``up``:
+    unreachable, then listening again on the same port)."""
 
     def __init__(self, create_topic: Callable[[], Any], bootstrap: str, host: str = "127.0.0.1",
                  port: int = 0) -> None:
+        super().__init__(web.Application(middlewares=[_faults_and_errors], client_max_size=MAX_BODY_BYTES), host, port)
         self.state = RegistryState()
         self.store = SchemasTopic(bootstrap)
         self.faults: list[RegistryFault] = []
         self.lock = asyncio.Lock()
-        self.host, self.port = host, port
         self._create_topic = create_topic
-        self.app = web.Application(middlewares=[_faults_and_errors], client_max_size=MAX_BODY_BYTES)
         self.app[REGISTRY] = self
         add_routes(self.app)
-        self._runner: web.AppRunner | None = None
-        self._site: web.TCPSite | None = None
 
     async def start(self) -> None:
         self._create_topic()
-        self._runner = web.AppRunner(self.app, access_log=None)
-        await self._runner.setup()
-        await self.up()
-
-    async def up(self) -> None:
-        """Listen (again, on the same port once it has one)."""
-        if self._site is not None or self._runner is None:
-            return
-        self._site = web.TCPSite(self._runner, self.host, self.port)
-        await self._site.start()
-        sockets = getattr(self._site._server, "sockets", None)
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
-
-    async def down(self) -> None:
-        """Stop listening: clients meet a refused connection until ``up``."""
-        if self._site is not None:
-            await self._site.stop()
-            self._site = None
+        await super().start()
 
     @property
     def reachable(self) -> bool:
-        return self._site is not None
+        return self.listening
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-            self._site = None
+        await super().stop()
         self.store.close()
-
-    @property
-    def url(self) -> str:
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
-        return f"http://{host}:{self.port}"
 
     def add_fault(self, spec: dict[str, Any]) -> RegistryFault:
         """Add a fault rule from its fields (mockbroker.registry.faults); FaultSpecError names a bad field."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +20,9 @@ from mockbroker.registry import errors as E
 from mockbroker.registry.compatibility import DEFAULT_LEVEL, LEVELS, incompatibilities, parse
 from mockbroker.registry.errors import RegistryError
 from mockbroker.registry.kinds import ParsedSchema
+from mockbroker.registry.settings import Change, Record, SubjectSetting
 
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
-Record = tuple[dict[str, Any], dict[str, Any] | None]  # a _schemas key and value (None: a tombstone)
 
 
 @dataclass
@@ -55,21 +54,13 @@ class Version:
 
 
 @dataclass
-class Change:
-    """What a request writes to ``_schemas`` and what it does to the state once written."""
-
-    records: list[Record]
-    apply: Callable[[], Any]
-
-
-@dataclass
 class RegistryState:
     schemas: dict[int, StoredSchema] = field(default_factory=dict)
     subjects: dict[str, list[Version]] = field(default_factory=dict)
-    level: str = DEFAULT_LEVEL
-    subject_levels: dict[str, str] = field(default_factory=dict)
-    mode: str = "READWRITE"
-    subject_modes: dict[str, str] = field(default_factory=dict)
+    levels: SubjectSetting = field(default_factory=lambda: SubjectSetting(
+        "CONFIG", "compatibilityLevel", "compatibility", E.SUBJECT_CONFIG_NOT_FOUND, DEFAULT_LEVEL))
+    modes: SubjectSetting = field(default_factory=lambda: SubjectSetting(
+        "MODE", "mode", "mode", E.SUBJECT_MODE_NOT_FOUND, "READWRITE"))
     next_id: int = 1
 
     # -- reading ---------------------------------------------------------------------------------
@@ -113,12 +104,6 @@ class RegistryState:
                        for ref in self.schemas[v.schema_id].references
                        if ref["subject"] == subject and ref["version"] == version})
 
-    def level_of(self, subject: str) -> str:
-        return self.subject_levels.get(subject, self.level)
-
-    def mode_of(self, subject: str) -> str:
-        return self.subject_modes.get(subject, self.mode)
-
     # -- parsing and checking ----------------------------------------------------------------------
     def resolve(self, references: list[dict[str, Any]]) -> dict[str, str]:
         """Import name -> schema text for the references and theirs (dependencies first); 42201 if one is
@@ -154,7 +139,7 @@ class RegistryState:
     def check(self, subject: str, parsed: ParsedSchema, against: list[Version] | None = None,
               level: str | None = None) -> list[str]:
         earlier = against if against is not None else [v for v in self.subjects.get(subject, []) if not v.deleted]
-        return incompatibilities(level or self.level_of(subject), parsed,
+        return incompatibilities(level or self.levels.of(subject), parsed,
                                  [self.schemas[v.schema_id].parsed for v in earlier])
 
     # -- changes -------------------------------------------------------------------------------------
@@ -162,7 +147,7 @@ class RegistryState:
                       version: int | None = None) -> Change:
         """Register (or find) a schema under ``subject``; ``apply`` returns its id.  ``schema_id`` and
         ``version`` are honoured in IMPORT mode only."""
-        mode = self.mode_of(subject)
+        mode = self.modes.of(subject)
         if mode in ("READONLY", "READONLY_OVERRIDE"):
             raise RegistryError(E.OPERATION_NOT_PERMITTED, f"Subject {subject} is in read-only mode")
         parsed = self.parse(kind, text, references)
@@ -254,31 +239,7 @@ class RegistryState:
             raise RegistryError(E.INVALID_COMPATIBILITY, "Invalid compatibility level. Valid values are none, "
                                 "backward, forward, full, backward_transitive, forward_transitive, and "
                                 "full_transitive")
-        chosen = level.upper()
-
-        def apply() -> str:
-            if subject is None:
-                self.level = chosen
-            else:
-                self.subject_levels[subject] = chosen
-            return chosen
-
-        return Change([(_config_key("CONFIG", subject), {"compatibilityLevel": chosen})], apply)
-
-    def plan_forget_level(self, subject: str | None) -> Change:
-        if subject is not None and subject not in self.subject_levels:
-            raise RegistryError(E.SUBJECT_CONFIG_NOT_FOUND, f"Subject '{subject}' does not have subject-level "
-                                                             "compatibility configured")
-        before = self.subject_levels.get(subject, self.level) if subject is not None else self.level
-
-        def apply() -> str:
-            if subject is None:
-                self.level = DEFAULT_LEVEL
-            else:
-                del self.subject_levels[subject]
-            return before
-
-        return Change([(_config_key("CONFIG", subject), None)], apply)
+        return self.levels.plan_set(subject, level.upper())
 
     def plan_mode(self, subject: str | None, mode: Any, force: bool = False) -> Change:
         if not isinstance(mode, str) or mode.upper() not in MODES:
@@ -287,27 +248,7 @@ class RegistryState:
         chosen = mode.upper()
         if chosen == "IMPORT" and not force and (self.subjects if subject is None else self.subjects.get(subject)):
             raise RegistryError(E.OPERATION_NOT_PERMITTED, "Cannot import since found existing subjects")
-
-        def apply() -> str:
-            if subject is None:
-                self.mode = chosen
-            else:
-                self.subject_modes[subject] = chosen
-            return chosen
-
-        return Change([(_config_key("MODE", subject), {"mode": chosen})], apply)
-
-    def plan_forget_mode(self, subject: str) -> Change:
-        if subject not in self.subject_modes:
-            raise RegistryError(E.SUBJECT_MODE_NOT_FOUND, f"Subject '{subject}' does not have subject-level mode "
-                                                           "configured")
-        before = self.subject_modes[subject]
-
-        def apply() -> str:
-            del self.subject_modes[subject]
-            return before
-
-        return Change([(_config_key("MODE", subject), None)], apply)
+        return self.modes.plan_set(subject, chosen)
 
     # -- helpers -------------------------------------------------------------------------------------
     def _refuse_if_referenced(self, v: Version) -> None:
@@ -341,7 +282,3 @@ def _version_number(version: str | int) -> int:
 
 def _schema_key(subject: str, version: int) -> dict[str, Any]:
     return {"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1}
-
-
-def _config_key(keytype: str, subject: str | None) -> dict[str, Any]:
-    return {"keytype": keytype, "subject": subject, "magic": 0}

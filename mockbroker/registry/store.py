@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from mockbroker import records as rec
 from mockbroker.client import KafkaClient
 from mockbroker.registry.errors import STORE_ERROR, RegistryError
-from mockbroker.registry.state import Record
+from mockbroker.registry.settings import Record
 
 TOPIC = "_schemas"
 TOPIC_CONFIGS = {"cleanup.policy": "compact"}

@@ -66,13 +66,15 @@ def _reader(spark: Any, bootstrap: str, topics: list[str], **options: str) -> An
     return r.load()
 
 
-def run_audit(spark: Any, bootstrap: str, topics: list[str], examples: int = 5) -> AuditReport:
+def run_audit(spark: Any, bootstrap: str, topics: list[str], examples: int = 5, check: bool = True) -> AuditReport:
+    """Read ``topics`` whole and account for every record.  ``check=False`` skips the executors' probe (one
+    Spark job) when the caller has just made it, as ``ship`` does."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from mockbroker.spark import register
 
-    register(spark)  # checks the executors first (ExecutorSetupError); again after ship, which is cheap
+    register(spark, check=check)  # checks the executors first (ExecutorSetupError)
     full = _reader(spark, bootstrap, topics, **{"mockbroker.audit": "true"})
     # control record key: version int16, type int16 (0 ABORT, 1 COMMIT)
     marked = full.withColumn("markerType", F.when(F.col("isControl"), F.conv(F.hex(F.substring("key", 3, 2)), 16, 10)
@@ -193,8 +195,8 @@ def main(args: argparse.Namespace) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     try:
         if not local:
-            ship(spark)
-        report = run_audit(spark, args.bootstrap, args.topic)
+            ship(spark)  # probes the executors once it has sent the archive
+        report = run_audit(spark, args.bootstrap, args.topic, check=local)
     except ExecutorSetupError as error:
         print(f"mockbroker audit: {error}", file=sys.stderr)
         return 2

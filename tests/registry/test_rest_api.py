@@ -110,6 +110,9 @@ def test_versions_latest_and_compatibility(api: Api) -> None:
     ("PUT", "/config", {"compatibility": "SIDEWAYS"}, 422, 42203),
     ("PUT", "/mode", {"mode": "SOMETIMES"}, 422, 42204),
     ("GET", "/config/d-value", None, 404, 40408),
+    ("DELETE", "/config/d-value", None, 404, 40408),
+    ("GET", "/mode/d-value", None, 404, 40409),
+    ("DELETE", "/mode/d-value", None, 404, 40409),
     ("GET", "/no/such/route", None, 404, 404),
 ])
 def test_errors_carry_confluents_codes(api: Api, method: str, path: str, body: Any, status: int, code: int) -> None:
@@ -164,6 +167,18 @@ def test_mode_read_only_refuses_writes(api: Api) -> None:
     assert (status, refused["error_code"]) == (422, 42205)
     assert api.call("DELETE", "/mode/g-value") == (200, {"mode": "READONLY"})
     assert api.register("g-value", AVRO_V1)[0] == 200
+
+
+def test_subject_settings_fall_back_to_the_global_ones(api: Api) -> None:
+    assert api.call("GET", "/config/k-value?defaultToGlobal=true") == (200, {"compatibilityLevel": "BACKWARD"})
+    assert api.call("GET", "/mode/k-value?defaultToGlobal=true") == (200, {"mode": "READWRITE"})
+    assert api.call("PUT", "/config", {"compatibility": "full"}) == (200, {"compatibility": "FULL"})
+    assert api.call("PUT", "/config/k-value", {"compatibility": "NONE"}) == (200, {"compatibility": "NONE"})
+    assert api.call("GET", "/config/k-value") == (200, {"compatibilityLevel": "NONE"})
+    assert api.call("DELETE", "/config/k-value") == (200, {"compatibilityLevel": "NONE"})
+    assert api.call("GET", "/config/k-value?defaultToGlobal=true") == (200, {"compatibilityLevel": "FULL"})
+    assert api.call("DELETE", "/config") == (200, {"compatibilityLevel": "FULL"})  # back to the default
+    assert api.call("GET", "/config") == (200, {"compatibilityLevel": "BACKWARD"})
 
 
 def test_what_was_registered_is_in_the_schemas_topic(cluster: MockCluster, api: Api) -> None:
