@@ -129,7 +129,7 @@ def _log_level(text: str) -> str:
 
 def _topic(text: str) -> tuple[str, int | None]:
     from mockbroker.cluster_args import parse_topic_spec
-    from mockbroker.state.cluster import validate_topic_name
+    from mockbroker.state.topic_rules import validate_topic_name
 
     try:
         name, partitions = parse_topic_spec(text)

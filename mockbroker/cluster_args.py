@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from mockbroker.errors import KafkaError
-from mockbroker.state.cluster import validate_topic_name
+from mockbroker.state.topic_rules import validate_topic_name
 
 
 def parse_topic_spec(spec: str) -> tuple[str, int | None]:

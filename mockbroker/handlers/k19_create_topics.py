@@ -30,7 +30,8 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
-from mockbroker.state.cluster import MAX_PARTITIONS_PER_REQUEST, Topic
+from mockbroker.state.cluster import Topic
+from mockbroker.state.topic_rules import MAX_PARTITIONS_PER_REQUEST
 
 if TYPE_CHECKING:
     from mockbroker.handlers.context import RequestContext

@@ -21,7 +21,7 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
-from mockbroker.state.cluster import MAX_PARTITIONS_PER_REQUEST
+from mockbroker.state.topic_rules import MAX_PARTITIONS_PER_REQUEST
 
 if TYPE_CHECKING:
     from mockbroker.handlers.context import RequestContext

@@ -29,7 +29,8 @@ from mockbroker.handlers import authz
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.runtime import ZERO_UUID
-from mockbroker.state.cluster import Topic, validate_topic_name
+from mockbroker.state.cluster import Topic
+from mockbroker.state.topic_rules import validate_topic_name
 
 if TYPE_CHECKING:
     from mockbroker.handlers.context import RequestContext

@@ -18,9 +18,9 @@ from mockbroker.cluster_actions import ACTIONS, OPTIONAL
 from mockbroker.errors import KafkaError
 from mockbroker.faults import rule_from_dict
 from mockbroker.faults.rules import FaultRule
-from mockbroker.state.cluster import validate_topic_name
 from mockbroker.state.config import BrokerConfig, TopicConfig, did_you_mean
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
+from mockbroker.state.topic_rules import validate_topic_name
 
 STEP_KINDS = ("action", "fault", "remove_fault")
 STEP_TIMING = ("at", "after", "when")

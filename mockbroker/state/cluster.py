@@ -6,7 +6,6 @@ Kafka's codes for requests that cannot be served.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from mockbroker.state.memory_cap import MemoryCap
 from mockbroker.state.producers import ProducerRegistry
 from mockbroker.state.quotas import ClientQuotas
 from mockbroker.state.retention import LogMaintenance
+from mockbroker.state.topic_rules import KAFKA_TOPIC_CONFIGS, check_topic_config_value, validate_topic_name
 
 if TYPE_CHECKING:
     from mockbroker.state.config_admin import ConfigAdmin
@@ -36,31 +36,6 @@ if TYPE_CHECKING:
     from mockbroker.state.reassignments import Reassignments
     from mockbroker.state.share_coordinator import ShareCoordinator
     from mockbroker.state.transactions import TransactionCoordinator
-
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_LENGTH = 249
-# Kafka's controller refuses a CreateTopics/CreatePartitions request adding more partitions than this.
-MAX_PARTITIONS_PER_REQUEST = 10_000
-
-# The topic-level configs Kafka accepts and the kind of value each takes (``list`` = comma list of
-# cleanup policies).  Only those in config.TOPIC_TO_BROKER change what the mock does; the others are
-# stored and reported back.  Kafka 3.x names that 4.0 dropped are still accepted.
-KAFKA_TOPIC_CONFIGS: dict[str, type] = {
-    "cleanup.policy": list, "compression.type": str, "compression.gzip.level": int,
-    "compression.lz4.level": int, "compression.zstd.level": int, "delete.retention.ms": int,
-    "file.delete.delay.ms": int, "flush.messages": int, "flush.ms": int,
-    "follower.replication.throttled.replicas": str, "index.interval.bytes": int,
-    "leader.replication.throttled.replicas": str, "local.retention.bytes": int, "local.retention.ms": int,
-    "max.compaction.lag.ms": int, "max.message.bytes": int, "message.downconversion.enable": bool,
-    "message.format.version": str, "message.timestamp.after.max.ms": int,
-    "message.timestamp.before.max.ms": int, "message.timestamp.difference.max.ms": int,
-    "message.timestamp.type": str, "min.cleanable.dirty.ratio": float, "min.compaction.lag.ms": int,
-    "min.insync.replicas": int, "preallocate": bool, "remote.log.copy.disable": bool,
-    "remote.log.delete.on.disable": bool, "remote.storage.enable": bool, "retention.bytes": int,
-    "retention.ms": int, "segment.bytes": int, "segment.index.bytes": int, "segment.jitter.ms": int,
-    "segment.ms": int, "unclean.leader.election.enable": bool,
-}
-_CLEANUP_POLICIES = ("delete", "compact")
 
 
 class BrokerInfo(Slotted):
@@ -94,47 +69,6 @@ class Topic(Slotted):
         # what handlers keep between requests about this topic: encoded answers, settings read from its
         # configs (opaque here; gone with the topic)
         self.answer_cache: dict[str, Any] = {}
-
-
-def validate_topic_name(name: str) -> None:
-    if not name or name in (".", ".."):
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal")
-    if len(name) > MAX_TOPIC_LENGTH:
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name is longer than {MAX_TOPIC_LENGTH}")
-    if not _LEGAL_TOPIC.match(name):
-        raise KafkaError(
-            ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'",
-        )
-
-
-def _range_error(name: str, number: Any) -> str | None:
-    from mockbroker.state.config_catalogue import range_error
-
-    return range_error(name, number)
-
-
-def _check_topic_config_value(name: str, value: str, kind: type) -> None:
-    """Kafka's type and range check of a topic config value: INVALID_CONFIG."""
-    text = value.strip()
-    problem = None
-    if kind is bool:
-        ok = text.lower() in ("true", "false")
-    elif kind is list:
-        ok = all(p.strip() in _CLEANUP_POLICIES for p in text.split(","))
-    elif kind in (int, float):
-        try:
-            number = kind(text)
-        except ValueError:
-            number = None
-        ok = number is not None
-        problem = _range_error(name, number) if ok else None  # issue 9 configs: Kafka's range validators
-        ok = ok and problem is None
-    else:
-        ok = True
-    if not ok:
-        raise KafkaError(ErrorCode.INVALID_CONFIG,
-                         f"Invalid value {value} for configuration {name}" + (f": {problem}" if problem else ""))
 
 
 def no_ticker() -> None:
@@ -395,7 +329,7 @@ class ClusterState:
                 near = did_you_mean(key, topic_names())  # Kafka's message, and the name meant
                 raise KafkaError(ErrorCode.INVALID_CONFIG,
                                  f"Unknown topic config name: {key}" + (f" (did you mean {near}?)" if near else ""))
-            _check_topic_config_value(key, str(value), kind)
+            check_topic_config_value(key, str(value), kind)
         TopicConfig(self.config, configs)  # the values the mock acts on get its own checks too
 
     def check_assignment(self, assignment: list[list[int]], replication_factor: int | None = None) -> None:

@@ -26,6 +26,7 @@ from mockbroker.state import config_catalogue as cat
 from mockbroker.state.client_metrics import CLIENT_METRICS_SOURCE, ClientMetrics
 from mockbroker.state.config import BROKER_DEFAULTS, BrokerConfig
 from mockbroker.state.group_configs import GROUP_CONFIGS, GroupConfigs
+from mockbroker.state.topic_rules import KAFKA_TOPIC_CONFIGS, check_topic_config_value, validate_topic_name
 
 if TYPE_CHECKING:
     from mockbroker.state.cluster import ClusterState, Topic
@@ -177,9 +178,7 @@ class ConfigAdmin:
                 BrokerConfig({name: value}, strict=False)  # the mock's own checks of the values it acts on
                 topic_name = _TOPIC_OF_BROKER.get(name)
                 if topic_name is not None:  # the topic config's checks (cleanup policies, ranges)
-                    from mockbroker.state.cluster import KAFKA_TOPIC_CONFIGS, _check_topic_config_value
-
-                    _check_topic_config_value(topic_name, value, KAFKA_TOPIC_CONFIGS.get(topic_name, str))
+                    check_topic_config_value(topic_name, value, KAFKA_TOPIC_CONFIGS.get(topic_name, str))
             except KafkaError as exc:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, exc.message) from None
 
@@ -264,8 +263,6 @@ class ConfigAdmin:
     def describe(self, resource_type: int, resource_name: str, broker_id: int, keys: Iterable[str] | None = None,
                  documentation: bool = False) -> list[ConfigEntry]:
         if resource_type == TOPIC:
-            from mockbroker.state.cluster import validate_topic_name
-
             validate_topic_name(resource_name)
             topic = self.cluster.topic(resource_name)
             return self.topic_entries(topic, broker_id, keys, documentation)
@@ -342,7 +339,5 @@ class ConfigAdmin:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 
     def _topic(self, name: str) -> Topic:
-        from mockbroker.state.cluster import validate_topic_name
-
         validate_topic_name(name)
         return self.cluster.topic(name)

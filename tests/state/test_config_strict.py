@@ -13,9 +13,10 @@ import pytest
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state import config_catalogue as cat
-from mockbroker.state.cluster import KAFKA_TOPIC_CONFIGS, ClusterState
+from mockbroker.state.cluster import ClusterState
 from mockbroker.state.config import BROKER_DEFAULTS, TOPIC_TO_BROKER, BrokerConfig, TopicConfig, topic_names
 from mockbroker.state.memory_cap import TOTAL_CAP
+from mockbroker.state.topic_rules import KAFKA_TOPIC_CONFIGS
 
 DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration-mock-keys.md"
 
