@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 import ssl
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mockbroker.cluster_args import check_arguments
+from mockbroker.cluster_faults import FaultsMixin
 from mockbroker.cluster_registry import RegistryMixin, registry_port
-from mockbroker.faults import FaultSet, Journal
 from mockbroker.server.broker import BrokerServer
 from mockbroker.server.security import Security
 from mockbroker.state import broker_actions
@@ -35,7 +33,6 @@ if TYPE_CHECKING:
     from collections.abc import Coroutine
 
     from mockbroker.control import ControlServer
-    from mockbroker.faults.rules import FaultRule
 
 T = TypeVar("T")
 log = logging.getLogger("mockbroker.cluster")
@@ -44,10 +41,9 @@ TICK_SECONDS = 0.1  # while anything runs on the clock (ClusterState.timers_live
 # so that what is due every 1000 ms (retention checks and cleaning, the mock's defaults) is due at every
 # idle tick, not at every other one when the loop's timer fires a millisecond early by the wall clock
 IDLE_TICK_SECONDS = 1.02
-POLL_SECONDS = 0.01
 
 
-class MockCluster(RegistryMixin):
+class MockCluster(FaultsMixin, RegistryMixin):
     def __init__(
         self,
         brokers: int = 1,
@@ -316,54 +312,6 @@ class MockCluster(RegistryMixin):
         """Every ACL, in creation order."""
         return self.call(self.state.acls.all)
 
-    # -- faults and the journal (see mockbroker.faults) ---------------------------------------
-    @property
-    def faults(self) -> FaultSet:
-        return self.state.faults
-
-    @property
-    def journal(self) -> Journal:
-        return self.state.journal
-
-    def add_fault(self, rule: FaultRule | dict[str, Any] | None = None, **spec: Any) -> FaultRule:
-        """Add a fault rule, e.g. ``add_fault(api="Produce", error="NOT_LEADER_OR_FOLLOWER", times=3)``."""
-        return self.state.faults.add(rule, **spec)
-
-    def remove_fault(self, rule_id: int) -> bool:
-        return self.state.faults.remove(rule_id)
-
-    @contextlib.contextmanager
-    def fault(self, rule: FaultRule | dict[str, Any] | None = None, **spec: Any) -> Iterator[FaultRule]:
-        """A fault rule for the length of a ``with`` block: ``with cluster.fault(api="Fetch", action="delay",
-        delay_ms=500, times=None) as rule: ...`` (``rule.hits`` counts what it did)."""
-        added = self.add_fault(rule, **spec)
-        try:
-            yield added
-        finally:
-            self.remove_fault(added.id)
-
-    def wait_for_hits(self, rule: FaultRule | int, hits: int = 1, timeout: float = 10.0) -> bool:
-        """Block until a rule has acted ``hits`` times (from sync code; see :meth:`wait_for_hits_async`)."""
-        rule_id = rule if isinstance(rule, int) else rule.id
-        return self.state.faults.wait_for_hits(rule_id, hits, timeout)
-
-    async def wait_for_hits_async(self, rule: FaultRule | int, hits: int = 1, timeout: float = 10.0) -> bool:
-        rule_id = rule if isinstance(rule, int) else rule.id
-        return await _poll(lambda: (r := self.state.faults.get(rule_id)) is not None and r.hits >= hits, timeout)
-
-    def wait_for_requests(self, api: str | int, count: int = 1, timeout: float = 10.0, **filters: Any) -> bool:
-        """Block until the journal holds ``count`` requests of ``api`` (filters as :meth:`Journal.entries`)."""
-        deadline = time.monotonic() + timeout
-        while len(self.journal.entries(api=api, **filters)) < count:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(POLL_SECONDS)
-        return True
-
-    async def wait_for_requests_async(self, api: str | int, count: int = 1, timeout: float = 10.0,
-                                      **filters: Any) -> bool:
-        return await _poll(lambda: len(self.journal.entries(api=api, **filters)) >= count, timeout)
-
     # -- client quotas (see mockbroker.state.quotas) -------------------------------------------
     def set_quota(self, entity: Mapping[str, str | None], **values: float | None) -> None:
         """Set client quotas as AlterClientQuotas does, e.g. ``set_quota({"user": "alice", "client-id": None},
@@ -486,15 +434,6 @@ class MockCluster(RegistryMixin):
         if threading.current_thread() is self._thread:
             raise RuntimeError("use the *_async variant on the cluster's own loop")
         return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
-
-
-async def _poll(done: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(POLL_SECONDS)
-    return True
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
