@@ -1,5 +1,6 @@
 """The PROTOBUF schema type of the Schema Registry: parse .proto text or a base64 FileDescriptorProto with
-protoc (grpcio-tools, in-process; references and the built-in google/protobuf, google/type and confluent
+protoc (grpcio-tools' ``python -m grpc_tools.protoc``, a child process of ~50 ms, so its messages never mix
+with the process's own standard error; references and the built-in google/protobuf, google/type and confluent
 files are given to it as a descriptor set), a canonical .proto text printed from the descriptor (so text and
 descriptor forms of one schema share an id), the base64 descriptor for ``format=serialized``, and
 Confluent's Protobuf compatibility rules (in mockbroker.registry.protobuf_compat).
@@ -12,9 +13,9 @@ import binascii
 import importlib
 import os
 import re
+import subprocess
 import sys
 import tempfile
-import threading
 from dataclasses import dataclass
 
 from google.protobuf import descriptor_pb2  # type: ignore[import-untyped]
@@ -37,7 +38,7 @@ _BUILTIN_MODULES = (
                                         "month", "phone_number", "postal_address", "quaternion", "timeofday")]
     + [f"confluent_kafka.schema_registry.confluent.{n}_pb2" for n in ("meta", "type.decimal", "types.decimal")]
 )
-_PROTOC_LOCK = threading.Lock()
+PROTOC_TIMEOUT_S = 30
 _builtins: dict[str, bytes] | None = None
 
 
@@ -83,20 +84,13 @@ def _decode(text: str) -> descriptor_pb2.FileDescriptorProto | None:
 
 
 def _run_protoc(args: list[str]) -> tuple[int, str]:
-    """protoc in this process, its stderr (written by C++ to fd 2) captured in a temporary file."""
-    from grpc_tools import protoc  # type: ignore[import-untyped]
-
-    with _PROTOC_LOCK, tempfile.TemporaryFile(mode="w+b") as err:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        try:
-            os.dup2(err.fileno(), 2)
-            code = protoc.main(args)
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        err.seek(0)
-        return int(code), err.read().decode("utf-8", "replace")
+    """protoc (grpcio-tools) as a child process of this Python: its exit code and what it wrote to stderr."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "grpc_tools.protoc", *args], capture_output=True,
+                              timeout=PROTOC_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return 1, f"protoc took more than {PROTOC_TIMEOUT_S} s"
+    return done.returncode, done.stderr.decode("utf-8", "replace")
 
 
 def _normalize(fdp: descriptor_pb2.FileDescriptorProto) -> None:
@@ -159,7 +153,7 @@ def _compile(text: str, references: dict[str, str]) -> ProtoSchema:
         set_out = os.path.join(tmp, "__out__.pb")
         with open(set_in, "wb") as handle:
             handle.write(given.SerializeToString())
-        code, err = _run_protoc(["protoc", f"-I{tmp}", f"--descriptor_set_in={set_in}", "--include_imports",
+        code, err = _run_protoc([f"-I{tmp}", f"--descriptor_set_in={set_in}", "--include_imports",
                                  f"--descriptor_set_out={set_out}", main_name])
         if code != 0 or not os.path.exists(set_out):
             lines = [line.strip() for line in err.splitlines() if line.strip()]

@@ -45,11 +45,12 @@ def proto2(body: str) -> ParsedSchema:
     ("", "empty"),
     ("   ", "empty"),
 ])
-def test_parse_errors_are_one_line_schema_errors(text: str, fragment: str) -> None:
+def test_parse_errors_are_one_line_schema_errors(text: str, fragment: str, capfd: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SchemaError) as info:
         protobuf.parse(text, {})
     assert fragment in str(info.value)
     assert "\n" not in str(info.value)
+    assert capfd.readouterr().err == ""  # protoc's messages go into the error, never to this process's stderr
 
 
 def test_garbage_base64_is_a_schema_error() -> None:
