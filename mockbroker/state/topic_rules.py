@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 from mockbroker.errors import ErrorCode, KafkaError
-from mockbroker.state.config_catalogue import range_error
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
@@ -46,6 +45,13 @@ def validate_topic_name(name: str) -> None:
         )
 
 
+def _range_error(name: str, number: float) -> str | None:
+    # imported when a value is checked: the catalogue (and dataclasses) stay out of the broker's start
+    from mockbroker.state.config_catalogue import range_error
+
+    return range_error(name, number)
+
+
 def check_topic_config_value(name: str, value: str, kind: type) -> None:
     """Kafka's type and range check of a topic config value: INVALID_CONFIG."""
     text = value.strip()
@@ -59,7 +65,7 @@ def check_topic_config_value(name: str, value: str, kind: type) -> None:
             number = kind(text)
         except ValueError:
             number = None
-        problem = range_error(name, number) if number is not None else None  # Kafka's range validators
+        problem = _range_error(name, number) if number is not None else None  # Kafka's range validators
         ok = number is not None and problem is None
     else:
         ok = True
