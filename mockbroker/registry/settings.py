@@ -32,11 +32,11 @@ class SubjectSetting:
     noun: str  # in the "not configured" message: compatibility, mode
     missing_code: int  # a subject has no value of its own: 40408 / 40409
     default: str
-    value: str = ""  # the global value ("" until set: the default)
     subjects: dict[str, str] = field(default_factory=dict)
+    value: str = field(init=False)  # the global value
 
     def __post_init__(self) -> None:
-        self.value = self.value or self.default
+        self.value = self.default
 
     def of(self, subject: str | None) -> str:
         """What applies to ``subject``: its own value, else the global one (``None``: the global one)."""
