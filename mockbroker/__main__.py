@@ -9,11 +9,24 @@ nothing and cost about 5 % of the broker's start.  ``cli.main`` turns it back on
 the cluster listens (``server.collector.install``), every other command at once.
 """
 
-import gc
-import os
-import sys
+import _signal  # type: ignore[import-not-found]  # loaded by the interpreter already: costs nothing
 
-from mockbroker import early_signals
+
+def _exit_at_once(_signum: int, _frame: object) -> None:
+    raise SystemExit(0)
+
+
+if __name__ == "__main__":  # python -m mockbroker (not a test importing run): caught before any other line,
+    # so no import (not even early_signals') leaves a window for Python's own handler and its
+    # KeyboardInterrupt traceback; early_signals.install() takes over in run()
+    _signal.signal(_signal.SIGINT, _exit_at_once)
+    _signal.signal(_signal.SIGTERM, _exit_at_once)
+
+import gc  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from mockbroker import early_signals  # noqa: E402
 
 
 def run() -> int:
