@@ -21,13 +21,15 @@ How each block is run (the conventions a writer of docs follows):
   nothing is installed); tests/test_install.py installs the built wheel into a fresh venv for real.
   ``docker`` lines cannot run here (no Docker engine): each is a skipped test saying so, after checking
   the files it names exist; tests/test_dockerfile.py lints the Dockerfile and runs its commands.
-  ``make test`` and ``make bench`` (the whole suite, which runs this file, and the hour-long benchmarks)
-  are dry runs (``make -n``): the target exists and its recipe expands. Every other line must exit 0.
+  ``make test*`` (the suite's tiers, which run this file), ``make bench`` (the hour-long benchmarks) and
+  ``make soak`` (10 minutes) are dry runs (``make -n``): the target exists and its recipe expands. Every
+  other line must exit 0.
 - ```text blocks are output shown to readers and are not run; ```yaml and others neither.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import signal
@@ -97,8 +99,13 @@ def test_python_block(example: CodeExample, eval_example: EvalExample, tmp_path:
 
 def _run(eval_example: EvalExample, example: CodeExample) -> None:
     """Runs the block; a failure is reported as the block's own traceback (pytest-examples' traceback
-    rewriting trips over a block whose source was rewritten, ending pytest with an INTERNALERROR)."""
+    rewriting trips over a block whose source was rewritten, ending pytest with an INTERNALERROR).
+
+    pytest-examples runs the block as ``sys.modules["__main__"]`` and leaves it there: the block's globals
+    (a Producer whose cluster has stopped, say) would live on in the worker, its client reconnecting and
+    logging until the next block. The block's module is emptied and the real ``__main__`` put back."""
     failure = None
+    main = sys.modules["__main__"]
     try:
         eval_example.run(example, rewrite_assertions=False)
     except BaseException as e:  # SystemExit too: a block that exits has failed
@@ -108,6 +115,12 @@ def _run(eval_example: EvalExample, example: CodeExample) -> None:
                 tb = tb.tb_next
             where = f" (line {tb.tb_lineno} of {tb.tb_frame.f_code.co_filename})" if tb else ""
             failure = f"{_pid(example)} failed{where}: {type(e).__name__}: {e}"
+    finally:
+        block = sys.modules["__main__"]
+        if block is not main:
+            block.__dict__.clear()
+            sys.modules["__main__"] = main
+        gc.collect()  # the block's clients are destroyed now, not at some later collection
     if failure:  # raised outside the except block, so pytest does not walk the block's frames
         raise AssertionError(failure)
 
@@ -217,8 +230,8 @@ def _run_block(block: ShellBlock, tmp_path: Path) -> None:
                 continue
             for asked, used in ports.items():
                 line = re.sub(rf"\b(localhost|127\.0\.0\.1):{asked}\b", f"127.0.0.1:{used}", line)
-            if re.match(r"make (test|bench)\b", line):
-                line = line.replace("make ", "make -n ", 1)  # the whole suite / the benchmarks: a dry run
+            if re.match(r"make (test|bench|soak)\b", line):
+                line = line.replace("make ", "make -n ", 1)  # the suite's tiers, the benchmarks, the soak: a dry run
             cwd = ROOT if line.startswith("make ") else tmp_path
             done = subprocess.run(["bash", "-c", line], cwd=cwd, env=_env(), capture_output=True, text=True,
                                   timeout=600)
