@@ -20,9 +20,9 @@ WORKERS ?= 4
 # the slow tier: a few long tests that each load the CPU (Spark JVMs, the sanitizers' builds, the soak), so as
 # many workers as cores, each taking whole modules (their module fixtures start clusters and JVMs once)
 SLOW_WORKERS ?= 2
-# -p no:cacheprovider: parallel runs (CI's tiers, a second checkout) never share .pytest_cache;
-# --durations=30: where the time goes, printed (never asserted)
-PYTEST = $(BIN)/python -m pytest -p no:cacheprovider --durations=30
+# --durations=30: where the time goes, printed (never asserted); .pytest_cache keeps the last failures
+# (`.venv/bin/pytest --lf` reruns them) and the kafka-python sdist the peer suite downloads
+PYTEST = $(BIN)/python -m pytest --durations=30
 
 .PHONY: run test test-slow test-all soak checks lint generate bench clean matrix
 
