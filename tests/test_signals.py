@@ -38,7 +38,7 @@ def _signal_and_wait(proc: subprocess.Popen[str], sig: int) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         proc.kill()
         _out, err = proc.communicate(timeout=30)
-        pytest.fail(f"still running {STOP_BOUND_S} s after {signal.Signals(sig).name}: {err[-400:]!r}")
+        pytest.fail(f"still running {STOP_BOUND_S} s after {signal.Signals(sig).name}; its stderr: {err!r}")
     return proc.communicate(timeout=30)
 
 
