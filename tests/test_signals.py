@@ -29,8 +29,17 @@ ROOT = Path(__file__).resolve().parents[1]
 STOP_BOUND_S = 5.0  # see the module's docstring
 
 
+def _as_a_shell_starts_it() -> None:
+    """SIGINT and SIGTERM at their defaults, as a terminal's foreground job has them: a test run started in the
+    background of a script (``make test &``, ``nohup``) has SIGINT ignored, every child inherits that, and a
+    signal sent before mockbroker's first line would be dropped (the process would rightly go on serving)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _launch(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "mockbroker", "serve", "--port", "0", *args],
+                            preexec_fn=_as_a_shell_starts_it,  # two signal calls: nothing in the child can deadlock
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
@@ -67,7 +76,8 @@ def _interpreter_start_interrupted(status: int | None, err: str) -> bool:
     frames = re.findall(r'File "([^"]+)"', err)
     ours = [path for path in frames if "/mockbroker/" in path and not path.endswith("mockbroker/__init__.py")]
     in_runpy = "KeyboardInterrupt" in err and "<frozen runpy>" in frames and not ours
-    return status == 1 and ((own and "mockbroker" not in err) or in_runpy)
+    # a KeyboardInterrupt that ends CPython makes it die of SIGINT (status -2), as a C program would
+    return (status == 1 and own and "mockbroker" not in err) or (status in (1, -signal.SIGINT) and in_runpy)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: signal.Signals(s).name)
