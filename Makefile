@@ -1,5 +1,5 @@
 # Two commands on a fresh machine: `make run` (the broker: the runtime alone, ~15 s and ~110 MB from a fresh
-# clone) and `make test` (the fast tier: checks and every test not marked slow, in parallel, ~3 min).  Both
+# clone) and `make test` (the fast tier: checks and every test not marked slow, in parallel, ~4 min).  Both
 # share .venv: the runtime stamp (.venv/.runtime) is what `make run` needs, the test stamp (.venv/.installed,
 # the [test] extra, pyspark and all) also sets the runtime one.  `make test-slow` runs the tests marked slow,
 # `make test-all` both tiers; CI (.ci/run) runs both tiers and `make matrix`.
