@@ -11,11 +11,8 @@ the cluster listens (``server.collector.install``), every other command at once.
 
 import _signal  # type: ignore[import-not-found]  # loaded by the interpreter already: costs nothing
 
-_received_first: list[int] = []  # signals seen before early_signals was loaded (handed to it in run())
 
-
-def _exit_at_once(signum: int, _frame: object) -> None:
-    _received_first.append(signum)  # noted too, as early_signals does, in case the exit is swallowed
+def _exit_at_once(_signum: int, _frame: object) -> None:
     raise SystemExit(0)
 
 
@@ -34,7 +31,6 @@ from mockbroker import early_signals  # noqa: E402
 
 def run() -> int:
     early_signals.install()
-    early_signals.received.extend(_received_first)
     gc.disable()
     from mockbroker.cli import main
 

@@ -1,8 +1,8 @@
 """SIGINT and SIGTERM stop ``mockbroker serve`` at any moment from the process's start: while Python
 loads the modules, while the flags are checked, while the brokers start and once they serve.  The
-process ends soon after the signal, with exit status 0 and no traceback.  Issue 39 set 1 s on a quiet machine
-(a stop takes ~50 ms there); the fast tier runs 4 workers on 2 cores, where a starved process once took over
-1 s, so the tests wait up to 5 s: still far from a lost signal, which never stops.
+process ends within 1 s of the signal (the bound issue 39 sets; a stop takes 8-115 ms here, under load too),
+with exit status 0 and no traceback.  serve is started as a terminal's foreground job is, SIGINT and SIGTERM at
+their defaults (see ``_as_a_shell_starts_it``).
 
 The delays after launch are what a user's Ctrl-C looks like; which stage each lands in depends on the
 machine, so the assertions hold for every stage.  A signal that arrives before the interpreter has
@@ -26,7 +26,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 ROOT = Path(__file__).resolve().parents[1]
-STOP_BOUND_S = 5.0  # see the module's docstring
+STOP_BOUND_S = 1.0
 
 
 def _as_a_shell_starts_it() -> None:

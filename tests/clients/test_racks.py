@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -55,6 +56,18 @@ def _produce(cluster: MockCluster, topic: str, first: int, count: int) -> None:
 def _fetches(cluster: MockCluster, broker: int, topic: str) -> int:
     """Fetch requests broker ``broker`` answered about ``topic``."""
     return sum(1 for e in cluster.journal.entries(api="Fetch", broker=broker) if topic in e.about.get("topics", {}))
+
+
+def _fetch_mark(cluster: MockCluster) -> tuple[int, set[int]]:
+    """Where the Fetch journal stands: its last entry, and the fetches still pending (a long poll waiting then
+    may answer what comes next, so it counts as later)."""
+    entries = cluster.journal.entries(api="Fetch")
+    return max((e.seq for e in entries), default=-1), {e.seq for e in entries if e.outcome == "pending"}
+
+
+def _fetches_since(cluster: MockCluster, mark: tuple[int, set[int]]) -> list[Any]:
+    since, waiting = mark
+    return [e for e in cluster.journal.entries(api="Fetch") if e.seq > since or e.seq in waiting]
 
 
 def _consumer(cluster: MockCluster, topic: str, rack: str | None) -> Consumer:
@@ -156,15 +169,13 @@ def test_when_the_follower_stops_the_consumer_reads_on_from_the_leader(rack_awar
         _read(consumer, 10, seen)
         assert _fetches(rack_aware, FOLLOWER, topic) > 0
         rack_aware.broker_down(FOLLOWER)
-        # librdkafka may already be long-polling the leader (pending in the journal, so counted) when the
-        # records come: that fetch answers them, so count it too rather than only fetches sent later
-        before = rack_aware.journal.entries(api="Fetch", broker=LEADER)
-        since, waiting = max((e.seq for e in before), default=-1), {e.seq for e in before if e.outcome == "pending"}
+        # librdkafka may already be long-polling the leader when the records come: that fetch answers them
+        mark = _fetch_mark(rack_aware)
         _produce(rack_aware, topic, 10, 10)
         _read(consumer, 20, seen)
         assert seen == [b"v%d" % i for i in range(20)]  # nothing lost, nothing twice
-        served = [e for e in rack_aware.journal.entries(api="Fetch", broker=LEADER)
-                  if topic in e.about.get("topics", {}) and (e.seq > since or e.seq in waiting)]
+        served = [e for e in _fetches_since(rack_aware, mark)
+                  if e.broker == LEADER and topic in e.about.get("topics", {})]
         assert served, "the leader answered no fetch after the follower stopped"
     finally:
         consumer.close()
@@ -186,8 +197,7 @@ def test_kafka_python_consumer_with_client_rack_reads_from_the_follower(rack_awa
         # preferred_read_replica -1, as Kafka's followers answer (the Java client keeps it until
         # metadata.max.age.ms), so its next fetch goes back to the leader, which sends it to the follower
         # again: the leader answers a fetch more now and then, and never stops naming the follower
-        before = rack_aware.journal.entries(api="Fetch")  # the follower's long poll may be waiting: pending
-        since, waiting = max(e.seq for e in before), {e.seq for e in before if e.outcome == "pending"}
+        mark = _fetch_mark(rack_aware)  # the follower's long poll may be waiting: pending
         _produce(rack_aware, topic, 0, 20)
         seen: list[bytes] = []
         deadline = time.monotonic() + 30
@@ -195,7 +205,7 @@ def test_kafka_python_consumer_with_client_rack_reads_from_the_follower(rack_awa
             for records in consumer.poll(timeout_ms=200).values():
                 seen.extend(r.value for r in records)
         assert seen == [b"v%d" % i for i in range(20)]
-        after = [e for e in rack_aware.journal.entries(api="Fetch") if e.seq > since or e.seq in waiting]
+        after = _fetches_since(rack_aware, mark)
         assert any(e.broker == FOLLOWER and e.outcome == "answered" and not e.errors for e in after), after
         assert all(e.broker in (LEADER, FOLLOWER) for e in after), after
         assert consumer._subscription.assignment[kafka.TopicPartition(topic, 0)].preferred_read_replica() in (None,
