@@ -32,7 +32,7 @@ def test_list_prints_every_name_with_one_line(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert [line.split()[0] for line in lines] == shipped.names()
     throttling = next(line for line in lines if line.startswith("throttling "))
-    assert "For two seconds every Produce answer carries a 300 ms" in throttling
+    assert "Until three Produce answers have carried it, every" in throttling
     assert all(len(line) <= 100 for line in lines)
 
 
