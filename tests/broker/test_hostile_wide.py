@@ -98,11 +98,11 @@ def test_confluent_kafka_writes_and_reads_10k_partitions(h: Harness) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "queue.buffering.max.messages": 2 * N})
     for i in range(N):
         producer.produce("wide", value=b"%d" % i, partition=i)
-    assert producer.flush(30) == 0
+    assert producer.flush(120) == 0  # a bound, not a timing: 10k partitions took 31 s on 2 loaded cores
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "wide-reader", "enable.auto.commit": False})
     consumer.assign([TopicPartition("wide", i, 0) for i in range(N)])
     seen: dict[int, bytes] = {}
-    deadline = time.monotonic() + 40
+    deadline = time.monotonic() + 120
     try:
         while len(seen) < N and time.monotonic() < deadline:
             for msg in consumer.consume(5000, timeout=0.5):
