@@ -8,10 +8,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 # make run PORT=19092: the broker's port
 PORT ?= 9092
-# An editable install whose .pth file is a plain path: setuptools' default editable mode installs an
-# import hook that loads pathlib and more into every Python start (~15-25 ms of the broker's start-up).
-# If a future setuptools drops the compat mode, the default mode still works, only slower to start.
-EDITABLE = $(BIN)/pip install -q --config-settings editable_mode=compat -e $(1) || $(BIN)/pip install -q -e $(1)
+# An editable install whose .pth file is a plain path (pip's default mode, given pyproject's package-dir
+# "" = "."): setuptools' import-hook editable mode would load pathlib and more into every Python start
+# (~15-25 ms of the broker's start-up).  tests/test_install.py checks the .pth stays a plain path.
+EDITABLE = $(BIN)/pip install -q -e $(1)
 
 # pytest-xdist workers of the fast tier, measured on this 2-core machine (wall time of the fast tier, 3,603
 # tests): -n 2 279 s, -n 3 206 s, -n 4 180 s, -n 6 169 s (and a timing test failed).  Most tests wait on

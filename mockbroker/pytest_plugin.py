@@ -43,7 +43,8 @@ _OPTIONS = ("brokers", "topics", "config", "host", "clock")
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "mockbroker(brokers=1, topics=None, config=None): options for the mock_cluster fixture")
+        "markers", "mockbroker(brokers=1, topics=None, config=None, host='127.0.0.1', clock=None): "
+        "options for the mock_cluster fixture (clock: a mockbroker.state.clock.ManualClock, say)")
 
 
 def _checked(options: dict[str, Any]) -> dict[str, Any]:

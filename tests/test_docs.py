@@ -19,6 +19,8 @@ How each block is run (the conventions a writer of docs follows):
   ``pip install ARGS`` lines are checked with ``pip install --dry-run --no-deps --no-build-isolation
   ARGS`` against the repo's .venv (the project's metadata builds, every package and extra named exists,
   nothing is installed); tests/test_install.py installs the built wheel into a fresh venv for real.
+  A ``python3 -m venv .venv && . .venv/bin/activate`` line (the reader's own venv) runs for real in the
+  temporary directory; its activation lasts for that line only, later lines use the repo's .venv.
   ``docker`` lines cannot run here (no Docker engine): each is a skipped test saying so, after checking
   the files it names exist; tests/test_dockerfile.py lints the Dockerfile and runs its commands.
   ``make test*`` (the suite's tiers, which run this file), ``make bench`` (the hour-long benchmarks) and
@@ -49,6 +51,8 @@ SHELL_FENCE = re.compile(r"^```(shell|bash|sh|console)[ \t]*\n(.*?)^```", re.S |
 LONG_RUNNING = re.compile(r"^(mockbroker serve|python -m mockbroker serve|make run\b"
                           r"|mockbroker scenario run (?!.*(--app|--exec)))")
 WAIT_S = 90
+# what librdkafka logs when a client outlives its broker: a connection closed or refused (log.connection.close)
+CLIENT_LEFT_OPEN = re.compile(r"\|FAIL\|rdkafka#|Connection refused|connection closed by peer")
 
 
 def _name(path: Path) -> str:
@@ -76,6 +80,15 @@ def _python_params() -> list:
 
 @pytest.mark.parametrize("example", _python_params())
 def test_python_block(example: CodeExample, eval_example: EvalExample, tmp_path: Path,
+                      monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    _run_python_block(example, eval_example, tmp_path, monkeypatch)
+    _, err = capfd.readouterr()
+    left_open = [line for line in err.splitlines() if CLIENT_LEFT_OPEN.search(line)]
+    assert not left_open, (f"{_pid(example)}: a client was still open when its broker went away "
+                           f"(close it, or del it, before the cluster stops): {left_open[:3]}")
+
+
+def _run_python_block(example: CodeExample, eval_example: EvalExample, tmp_path: Path,
                       monkeypatch: pytest.MonkeyPatch) -> None:
     if "pyspark" in example.source and subprocess.run(["java", "-version"], capture_output=True).returncode:
         pytest.skip("needs Java 17 for Spark (java -version failed)")

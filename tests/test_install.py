@@ -252,3 +252,44 @@ def test_sdist_install_serves_clients(sdist_bin: Path, elsewhere: Path, serving:
     assert sorted(round_trip(config)) == sorted(f"r{i}".encode() for i in range(20))
     err = broker.stop()
     assert "Traceback" not in err, err[-3000:]
+
+
+# -- make run from a clone: the README's first command -----------------------------------------------------
+
+def test_make_run_from_a_clone_installs_quietly_with_a_plain_pth(tmp_path: Path) -> None:
+    """``make run`` in a fresh copy of the tracked tree creates .venv, installs the runtime editable and starts
+    the broker: no setuptools deprecation box on the way (issue 50: the 'compat' editable mode is going away),
+    the editable install is a .pth naming the clone (no import hook at every start), and ``mockbroker`` is in
+    .venv/bin for the README's "in another terminal" step."""
+    clone = tmp_path / "clone"
+    tracked = run("git", "ls-files", "-z", cwd=ROOT)
+    assert tracked.returncode == 0, tracked.stderr
+    for name in filter(None, tracked.stdout.split("\0")):
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    proc = subprocess.Popen(["make", "-s", "run", "PORT=0"], cwd=clone, text=True, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    seen: list[str] = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("bootstrap.servers="):
+                break
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    out = "".join(seen)
+    if not seen or not seen[-1].startswith("bootstrap.servers="):
+        if UNREACHABLE.search(out):
+            pytest.skip("pip cannot fetch mockbroker's runtime dependencies (no index reachable)")
+        pytest.fail(f"make run printed no bootstrap.servers line:\n{out[-3000:]}")
+    assert not re.search(r"transitional|editable_mode|Deprecat", out, re.I), out[-3000:]
+    (pth,) = (clone / ".venv").glob("lib/python*/site-packages/__editable__.mockbroker-*.pth")
+    assert pth.read_text().strip() == str(clone), pth.read_text()
+    assert (clone / ".venv" / "bin" / "mockbroker").is_file()
