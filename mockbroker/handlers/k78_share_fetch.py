@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import share_common
 from mockbroker.handlers.k01_fetch import MAX_WAIT_CAP_MS
 from mockbroker.handlers.registry import register
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from mockbroker.state.log import PartitionLog
 
 RESP = api.response_module(78)
+NO_MAX_BYTES = "Request max bytes must be greater than 0"  # (Kafka's message, from PartitionMaxBytesStrategy)
 
 
 def _partition_answer(index: int, plog: PartitionLog | None, error: int = 0, message: str | None = None) -> Any:
@@ -87,18 +88,31 @@ def _acknowledge(ctx: RequestContext, req: ShareFetchRequest, answer: _Answer) -
 
 
 def _acquire(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tuple[Any, int]], answer: _Answer) -> int:
-    """Acquire records on the session's partitions into ``answer``; how many records were acquired."""
+    """Acquire records on the session's partitions into ``answer``, within MaxRecords and MaxBytes as Kafka's
+    share fetch; how many records were acquired."""
     share = ctx.cluster.share
-    budget = req.max_records if req.max_records > 0 else 500
-    total = 0
-    for topic_id, index in partitions:
+    readable = []
+    for topic_id, index in share_common.rotated(partitions, req.share_session_epoch):
         plog, error = share_common.led_partition(ctx, topic_id, index)
         if error or plog is None:
             answer.part(topic_id, index, plog).error_code = error
-            continue
-        if total >= budget:
-            continue
-        ranges = share.acquire(req.group_id, req.member_id, plog, budget - total)
+        elif share.acquirable(req.group_id, plog):
+            readable.append((topic_id, index, plog))
+    if not readable:
+        return 0
+    max_bytes = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"])
+    if max_bytes <= 0:  # Kafka's PartitionMaxBytesStrategy refuses it, and each partition read answers so
+        for topic_id, index, plog in readable:
+            part = answer.part(topic_id, index, plog)
+            part.error_code, part.error_message = ErrorCode.UNKNOWN_SERVER_ERROR, NO_MAX_BYTES
+        return 0
+    budget = req.max_records if req.max_records > 0 else 500
+    total, left, min_one = 0, max_bytes, True
+    for (topic_id, index, plog), partition_max in zip(readable, share_common.split_bytes(max_bytes, len(readable)),
+                                                      strict=True):
+        ranges, read = share.acquire(req.group_id, req.member_id, plog, budget - total, min(partition_max, left),
+                                     min_one)
+        min_one, left = min_one and read == 0, max(left - read, 0)
         if not ranges:
             continue
         part = answer.part(topic_id, index, plog)
