@@ -14,6 +14,12 @@ Behavior (share-partitions: mockbroker.state.share_partitions; sessions: share_s
   each partition answers its batches and the acquired ranges with their delivery counts, cut into runs of
   at most BatchSize records. The lock lasts
   the group's `share.record.lock.duration.ms` (AcquisitionLockTimeoutMs).
+- Bytes, as Kafka's DelayedShareFetch reads the log: the partitions that can acquire (records to redeliver,
+  or room under the record lock limit), in the session's order turned by its epoch (ROUND_ROBIN), share
+  MaxBytes capped by the broker's `fetch.max.bytes` evenly (PartitionMaxBytesStrategy UNIFORM); each reads
+  whole batches from its next fetch offset within its share and what the request has left, the first
+  partition with data at least its first batch (minOneMessage); records are acquired only from what was
+  read. MaxBytes 0 -> those partitions UNKNOWN_SERVER_ERROR "Request max bytes must be greater than 0".
 - Nothing to acquire: the request waits up to MaxWaitMs (capped at 30 s) for an append to its partitions
   or records coming back (a release, an expired lock), then answers what it finds.
 - Partitions: UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (with the current

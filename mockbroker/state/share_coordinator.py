@@ -12,6 +12,9 @@ coordinator and share-partition leaders do together:
   first time a member fetches it; acquisition locks last ``share.record.lock.duration.ms`` (a GROUP
   config, else ``group.share.record.lock.duration.ms``) on the cluster clock, so tests move a manual
   clock instead of waiting;
+- a fetch reads the log from the share-partition's next fetch offset (its first AVAILABLE record, else
+  SPEO) in whole batches within the bytes the handler gives it, the first batch even when larger when it
+  is the request's first read with data (Kafka's minOneMessage), and acquires only what it read;
 - ``share.isolation.level`` read_committed reads up to the last stable offset and never delivers
   records of aborted transactions; control batches are never delivered;
 - anything that makes records available again (a release, an expired lock) wakes the fetches waiting

@@ -109,3 +109,14 @@ def test_max_bytes_0_answers_unknown_server_error_and_acquires_nothing(cluster: 
         assert (part.error_code, part.error_message) == (ErrorCode.UNKNOWN_SERVER_ERROR,
                                                          "Request max bytes must be greater than 0")
         assert acquired(fetch(w, cluster, 1, 1 << 20)) == [(0, 2)]  # nothing was taken by the refused fetch
+
+
+def test_the_session_epoch_turns_which_partition_reads_first(cluster: MockCluster) -> None:
+    for partition in (0, 1):
+        produce(cluster, [1000] * 2, partition)
+    size = batch_sizes(cluster)[0]
+    with WireClient(port(cluster)) as w:  # room for one batch: only the partition read first gets one
+        first = fetch(w, cluster, 0, size, (0, 1))
+        assert (acquired(first, 0), acquired(first, 1)) == ([(0, 0)], [])
+        second = fetch(w, cluster, 1, size)  # epoch 1 of two partitions: partition 1 first (ROUND_ROBIN)
+        assert (acquired(second, 0), acquired(second, 1)) == ([], [(0, 0)])
