@@ -11,8 +11,8 @@ Behavior (share-partitions: mockbroker.state.share_partitions; sessions: share_s
   answers the partition's AcknowledgeErrorCode (INVALID_RECORD_STATE, INVALID_REQUEST) and the rest go on.
 - Then records are acquired for the member across the session's partitions led here, up to MaxRecords
   (whole log batches, so a few more may come, as Kafka), AVAILABLE (released or expired) records first;
-  each partition answers its batches and the acquired ranges with their delivery counts, cut into runs of
-  at most BatchSize records. The lock lasts
+  each partition answers its batches and the acquired ranges with their delivery counts, cut where a log
+  batch begins once a run holds BatchSize records (BATCH_OPTIMIZED: a log batch is never split). The lock lasts
   the group's `share.record.lock.duration.ms` (AcquisitionLockTimeoutMs).
 - Bytes, as Kafka's DelayedShareFetch reads the log: the partitions that can acquire (records to redeliver,
   or room under the record lock limit), in the session's order turned by its epoch (ROUND_ROBIN), share
@@ -122,23 +122,30 @@ def _acquire(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tuple
         if not ranges:
             continue
         part = answer.part(topic_id, index, plog)
-        part.acquired_records = [RESP.AcquiredRecords(first_offset=first, last_offset=last, delivery_count=count)
-                                 for first, last, count in _in_batches(ranges, req.batch_size)]
         first, last = ranges[0][0], max(r[1] for r in ranges)
-        part.records = plog.read(first, 2**31 - 1, first_always=True, end_offset=last + 1).buffers
+        held = plog.read(first, 2**31 - 1, first_always=True, end_offset=last + 1)
+        part.records = held.buffers
+        part.acquired_records = [
+            RESP.AcquiredRecords(first_offset=first, last_offset=last, delivery_count=count)
+            for first, last, count in _in_batches(ranges, req.batch_size, [b.base_offset for b in held.batches])]
         total += sum(last - first + 1 for first, last, _count in ranges)
     return total
 
 
-def _in_batches(ranges: list[tuple[int, int, int]], batch_size: int) -> list[tuple[int, int, int]]:
-    """The acquired ranges cut into runs of at most BatchSize records (the batches the client
-    acknowledges in), as Kafka aligns acquired records to the request's BatchSize."""
+def _in_batches(ranges: list[tuple[int, int, int]], batch_size: int, bases: list[int]) -> list[tuple[int, int, int]]:
+    """The acquired ranges cut where a log batch begins (``bases``) once the run holds at least BatchSize
+    records: the batches the client acknowledges in, as Kafka's BATCH_OPTIMIZED acquisition cuts them (a
+    log batch is never split, so a run may hold more)."""
     if batch_size <= 0:
         return ranges
     out = []
     for first, last, count in ranges:
-        for start in range(first, last + 1, batch_size):
-            out.append((start, min(start + batch_size - 1, last), count))
+        start = first
+        for base in bases:
+            if start < base <= last and base - start >= batch_size:
+                out.append((start, base - 1, count))
+                start = base
+        out.append((start, last, count))
     return out
 
 
