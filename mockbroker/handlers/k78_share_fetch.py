@@ -20,8 +20,10 @@ Behavior (share-partitions: mockbroker.state.share_partitions; sessions: share_s
   whole batches from its next fetch offset within its share and what the request has left, the first
   partition with data at least its first batch (minOneMessage); records are acquired only from what was
   read. MaxBytes 0 -> those partitions UNKNOWN_SERVER_ERROR "Request max bytes must be greater than 0".
-- Nothing to acquire: the request waits up to MaxWaitMs (capped at 30 s) for an append to its partitions
-  or records coming back (a release, an expired lock), then answers what it finds.
+- Nothing read from the log (nothing to acquire past the share-partitions' next fetch offsets): the request
+  waits up to MaxWaitMs (capped at 30 s) for an append to its partitions or records coming back (a
+  release, an expired lock), then answers what it finds; a read that acquired nothing (a transaction
+  marker, aborted records) answers at once, as Kafka's completes once MinBytes of the log are there.
 - Partitions: UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (with the current
   leader), TOPIC_AUTHORIZATION_FAILED; the group: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION when
   share.version is 0.
@@ -95,7 +97,8 @@ def _acknowledge(ctx: RequestContext, req: ShareFetchRequest, answer: _Answer) -
 
 def _acquire(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tuple[Any, int]], answer: _Answer) -> int:
     """Acquire records on the session's partitions into ``answer``, within MaxRecords and MaxBytes as Kafka's
-    share fetch; how many records were acquired."""
+    share fetch; how many log bytes were read (the request answers at once when any were, acquired or not,
+    as Kafka's DelayedShareFetch completes once MinBytes of the log are there)."""
     share = ctx.cluster.share
     readable = []
     for topic_id, index in share_common.rotated(partitions, req.share_session_epoch):
@@ -113,13 +116,13 @@ def _acquire(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tuple
             part.error_code, part.error_message = ErrorCode.UNKNOWN_SERVER_ERROR, NO_MAX_BYTES
         return 0
     budget = req.max_records if req.max_records > 0 else 500
-    total, left, min_one = 0, max_bytes, True
+    total, left, read_bytes = 0, max_bytes, 0
     for (topic_id, index, plog), partition_max in zip(readable, share_common.split_bytes(max_bytes, len(readable)),
                                                       strict=True):
         ranges, read = share.acquire(req.group_id, req.member_id, plog, budget - total, min(partition_max, left),
-                                     min_one)
-        min_one, left = min_one and read == 0, max(left - read, 0)
-        if not ranges:
+                                     read_bytes == 0)  # (until one partition had data: its first batch whole)
+        left, read_bytes = max(left - read, 0), read_bytes + read
+        if not ranges:  # (read, and nothing to take there: control batches, aborted or others' records)
             continue
         part = answer.part(topic_id, index, plog)
         first, last = ranges[0][0], max(r[1] for r in ranges)
@@ -129,7 +132,7 @@ def _acquire(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tuple
             RESP.AcquiredRecords(first_offset=first, last_offset=last, delivery_count=count)
             for first, last, count in _in_batches(ranges, req.batch_size, [b.base_offset for b in held.batches])]
         total += sum(last - first + 1 for first, last, _count in ranges)
-    return total
+    return read_bytes
 
 
 def _in_batches(ranges: list[tuple[int, int, int]], batch_size: int, bases: list[int]) -> list[tuple[int, int, int]]:

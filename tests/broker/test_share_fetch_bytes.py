@@ -7,6 +7,7 @@ strategy refuses a request max bytes that is not positive."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -120,3 +121,20 @@ def test_the_session_epoch_turns_which_partition_reads_first(cluster: MockCluste
         assert (acquired(first, 0), acquired(first, 1)) == ([(0, 0)], [])
         second = fetch(w, cluster, 1, size)  # epoch 1 of two partitions: partition 1 first (ROUND_ROBIN)
         assert (acquired(second, 0), acquired(second, 1)) == ([], [(0, 0)])
+
+
+def test_a_read_of_only_a_marker_answers_at_once(cluster: MockCluster) -> None:
+    txn = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "t1"})
+    txn.init_transactions(10)
+    txn.begin_transaction()
+    txn.produce("jobs", b"in-txn", partition=0)
+    txn.commit_transaction(10)  # log: the record (0), its commit marker (1)
+    produce(cluster, [10])  # then a record (2)
+    with WireClient(port(cluster)) as w:
+        assert acquired(fetch(w, cluster, 0, 1)) == [(0, 0)]  # (the first batch, whole)
+        started = time.monotonic()
+        marker_only = w.call(78, 1, FETCH.ShareFetchRequest(  # 1 byte from offset 1: the marker alone
+            group_id="g", member_id="m1", share_session_epoch=1, max_wait_ms=5000, min_bytes=1, max_bytes=1,
+            max_records=500, batch_size=500, forgotten_topics_data=[], topics=[]))
+        assert acquired(marker_only) == [] and time.monotonic() - started < 2  # Kafka: MinBytes of log read
+        assert acquired(fetch(w, cluster, 2, 1)) == [(2, 2)]
