@@ -60,13 +60,16 @@ def test_fetch_max_bytes_0_is_refused_and_delivers_nothing(capfd: pytest.Capture
         produce_each(cluster, [100] * 3)
         closing.append(c := consumer(cluster, **{"fetch.max.bytes": 0}))
         capfd.readouterr()
-        seen, told = [], ""
+        seen: list[object] = []
+        told = ""
         deadline = time.monotonic() + 10
-        while "Request max bytes must be greater than 0" not in told and time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # until half a second after the refusal reached the client
             seen += [m for m in c.poll(0.1) if m.error() is None]
             told += capfd.readouterr().err
-        assert seen == []  # (the client asks again at once, as against Kafka: stop here)
-        assert "UNKNOWN: Request max bytes must be greater than 0" in told
+            if "Request max bytes must be greater than 0" in told:  # (librdkafka logs the partition error)
+                deadline = min(deadline, time.monotonic() + 0.5)  # (it asks again at once, as against Kafka)
+        assert "Request max bytes must be greater than 0" in told
+        assert seen == []
         assert cluster.call(lambda: cluster.state.share.partitions.get(("g", "jobs", 0)).state()["records"]) == []
 
 
