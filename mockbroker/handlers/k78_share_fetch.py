@@ -11,11 +11,19 @@ Behavior (share-partitions: mockbroker.state.share_partitions; sessions: share_s
   answers the partition's AcknowledgeErrorCode (INVALID_RECORD_STATE, INVALID_REQUEST) and the rest go on.
 - Then records are acquired for the member across the session's partitions led here, up to MaxRecords
   (whole log batches, so a few more may come, as Kafka), AVAILABLE (released or expired) records first;
-  each partition answers its batches and the acquired ranges with their delivery counts, cut into runs of
-  at most BatchSize records. The lock lasts
+  each partition answers its batches and the acquired ranges with their delivery counts, cut where a log
+  batch begins once a run holds BatchSize records (BATCH_OPTIMIZED: a log batch is never split). The lock lasts
   the group's `share.record.lock.duration.ms` (AcquisitionLockTimeoutMs).
-- Nothing to acquire: the request waits up to MaxWaitMs (capped at 30 s) for an append to its partitions
-  or records coming back (a release, an expired lock), then answers what it finds.
+- Bytes, as Kafka's DelayedShareFetch reads the log: the partitions that can acquire (records to redeliver,
+  or room under the record lock limit), in the session's order turned by its epoch (ROUND_ROBIN), share
+  MaxBytes capped by the broker's `fetch.max.bytes` evenly (PartitionMaxBytesStrategy UNIFORM); each reads
+  whole batches from its next fetch offset within its share and what the request has left, the first
+  partition with data at least its first batch (minOneMessage); records are acquired only from what was
+  read. MaxBytes 0 -> those partitions UNKNOWN_SERVER_ERROR "Request max bytes must be greater than 0".
+- Nothing read from the log (nothing to acquire past the share-partitions' next fetch offsets): the request
+  waits up to MaxWaitMs (capped at 30 s) for an append to its partitions or records coming back (a
+  release, an expired lock), then answers what it finds; a read that acquired nothing (a transaction
+  marker, aborted records) answers at once, as Kafka's completes once MinBytes of the log are there.
 - Partitions: UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (with the current
   leader), TOPIC_AUTHORIZATION_FAILED; the group: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION when
   share.version is 0.
@@ -26,7 +34,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import share_common
 from mockbroker.handlers.k01_fetch import MAX_WAIT_CAP_MS
 from mockbroker.handlers.registry import register
@@ -38,6 +46,7 @@ if TYPE_CHECKING:
     from mockbroker.state.log import PartitionLog
 
 RESP = api.response_module(78)
+NO_MAX_BYTES = "Request max bytes must be greater than 0"  # (Kafka's message, from PartitionMaxBytesStrategy)
 
 
 def _partition_answer(index: int, plog: PartitionLog | None, error: int = 0, message: str | None = None) -> Any:
@@ -87,38 +96,59 @@ def _acknowledge(ctx: RequestContext, req: ShareFetchRequest, answer: _Answer) -
 
 
 def _acquire(ctx: RequestContext, req: ShareFetchRequest, partitions: list[tuple[Any, int]], answer: _Answer) -> int:
-    """Acquire records on the session's partitions into ``answer``; how many records were acquired."""
+    """Acquire records on the session's partitions into ``answer``, within MaxRecords and MaxBytes as Kafka's
+    share fetch; how many log bytes were read (the request answers at once when any were, acquired or not,
+    as Kafka's DelayedShareFetch completes once MinBytes of the log are there)."""
     share = ctx.cluster.share
-    budget = req.max_records if req.max_records > 0 else 500
-    total = 0
-    for topic_id, index in partitions:
+    readable = []
+    for topic_id, index in share_common.rotated(partitions, req.share_session_epoch):
         plog, error = share_common.led_partition(ctx, topic_id, index)
         if error or plog is None:
             answer.part(topic_id, index, plog).error_code = error
-            continue
-        if total >= budget:
-            continue
-        ranges = share.acquire(req.group_id, req.member_id, plog, budget - total)
-        if not ranges:
+        elif share.acquirable(req.group_id, plog):
+            readable.append((topic_id, index, plog))
+    if not readable:
+        return 0
+    max_bytes = min(req.max_bytes, ctx.cluster.config["fetch.max.bytes"])
+    if max_bytes <= 0:  # Kafka's PartitionMaxBytesStrategy refuses it, and each partition read answers so
+        for topic_id, index, plog in readable:
+            part = answer.part(topic_id, index, plog)
+            part.error_code, part.error_message = ErrorCode.UNKNOWN_SERVER_ERROR, NO_MAX_BYTES
+        return 0
+    budget = req.max_records if req.max_records > 0 else 500
+    total, left, read_bytes = 0, max_bytes, 0
+    for (topic_id, index, plog), partition_max in zip(readable, share_common.split_bytes(max_bytes, len(readable)),
+                                                      strict=True):
+        ranges, read = share.acquire(req.group_id, req.member_id, plog, budget - total, min(partition_max, left),
+                                     read_bytes == 0)  # (until one partition had data: its first batch whole)
+        left, read_bytes = max(left - read, 0), read_bytes + read
+        if not ranges:  # (read, and nothing to take there: control batches, aborted or others' records)
             continue
         part = answer.part(topic_id, index, plog)
-        part.acquired_records = [RESP.AcquiredRecords(first_offset=first, last_offset=last, delivery_count=count)
-                                 for first, last, count in _in_batches(ranges, req.batch_size)]
         first, last = ranges[0][0], max(r[1] for r in ranges)
-        part.records = plog.read(first, 2**31 - 1, first_always=True, end_offset=last + 1).buffers
+        held = plog.read(first, 2**31 - 1, first_always=True, end_offset=last + 1)
+        part.records = held.buffers
+        part.acquired_records = [
+            RESP.AcquiredRecords(first_offset=first, last_offset=last, delivery_count=count)
+            for first, last, count in _in_batches(ranges, req.batch_size, [b.base_offset for b in held.batches])]
         total += sum(last - first + 1 for first, last, _count in ranges)
-    return total
+    return read_bytes
 
 
-def _in_batches(ranges: list[tuple[int, int, int]], batch_size: int) -> list[tuple[int, int, int]]:
-    """The acquired ranges cut into runs of at most BatchSize records (the batches the client
-    acknowledges in), as Kafka aligns acquired records to the request's BatchSize."""
+def _in_batches(ranges: list[tuple[int, int, int]], batch_size: int, bases: list[int]) -> list[tuple[int, int, int]]:
+    """The acquired ranges cut where a log batch begins (``bases``) once the run holds at least BatchSize
+    records: the batches the client acknowledges in, as Kafka's BATCH_OPTIMIZED acquisition cuts them (a
+    log batch is never split, so a run may hold more)."""
     if batch_size <= 0:
         return ranges
     out = []
     for first, last, count in ranges:
-        for start in range(first, last + 1, batch_size):
-            out.append((start, min(start + batch_size - 1, last), count))
+        start = first
+        for base in bases:
+            if start < base <= last and base - start >= batch_size:
+                out.append((start, base - 1, count))
+                start = base
+        out.append((start, last, count))
     return out
 
 

@@ -1,11 +1,12 @@
 """What the share-group handlers share: finding a partition led here by topic id and applying a partition's
 acknowledgement batches (ShareFetch k78, ShareAcknowledge k79), the refusals before any work (k78, k79),
-and the checks before a share group's offsets change (k91, k92)."""
+the order ShareFetch reads its partitions in and how it shares MaxBytes between them (k78), and the checks
+before a share group's offsets change (k91, k92)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
     from mockbroker.handlers.context import RequestContext
     from mockbroker.state.log import PartitionLog
 
+
+T = TypeVar("T")
 
 # the message of UNSUPPORTED_VERSION while share.version is finalized at 0
 SHARE_GROUPS_OFF = "share groups are off (share.version 0)"
@@ -34,6 +37,24 @@ def led_partition(ctx: RequestContext, topic_id: Any, index: int) -> tuple[Parti
     if plog.leader != ctx.broker_id:
         return plog, ErrorCode.NOT_LEADER_OR_FOLLOWER
     return plog, 0
+
+
+def rotated(partitions: Sequence[T], session_epoch: int) -> list[T]:
+    """A share session's partitions in the order a fetch reads them: turned by the session epoch so that
+    no partition always comes first (Kafka's PartitionRotateStrategy ROUND_ROBIN; epochs 0 and -1 keep
+    the order)."""
+    at = session_epoch % len(partitions) if session_epoch >= 1 and partitions else 0
+    return [*partitions[at:], *partitions[:at]]
+
+
+def split_bytes(max_bytes: int, count: int) -> list[int]:
+    """A fetch's MaxBytes shared by the ``count`` partitions it reads (Kafka's PartitionMaxBytesStrategy
+    UNIFORM): an even share each, the remainder to one (the first here; Kafka picks one at random), or
+    with fewer bytes than partitions 1 byte each to the first ``max_bytes`` (Kafka: random ones)."""
+    if max_bytes < count:
+        return [1 if i < max_bytes else 0 for i in range(count)]
+    share, rest = divmod(max_bytes, count)
+    return [share + rest, *[share] * (count - 1)]
 
 
 def acknowledge(ctx: RequestContext, group_id: str, member_id: str, plog: PartitionLog,

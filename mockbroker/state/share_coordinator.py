@@ -12,6 +12,9 @@ coordinator and share-partition leaders do together:
   first time a member fetches it; acquisition locks last ``share.record.lock.duration.ms`` (a GROUP
   config, else ``group.share.record.lock.duration.ms``) on the cluster clock, so tests move a manual
   clock instead of waiting;
+- a fetch reads the log from the share-partition's next fetch offset (its first AVAILABLE record, else
+  SPEO) in whole batches within the bytes the handler gives it, the first batch even when larger when it
+  is the request's first read with data (Kafka's minOneMessage), and acquires only what it read;
 - ``share.isolation.level`` read_committed reads up to the last stable offset and never delivers
   records of aborted transactions; control batches are never delivered;
 - anything that makes records available again (a release, an expired lock) wakes the fetches waiting
@@ -37,7 +40,7 @@ from mockbroker.state.share_sessions import ShareSessions
 
 if TYPE_CHECKING:
     from mockbroker.state.cluster import ClusterState
-    from mockbroker.state.log import PartitionLog
+    from mockbroker.state.log import PartitionLog, StoredBatch
 
 log = logging.getLogger("mockbroker.state")
 
@@ -152,16 +155,37 @@ class ShareCoordinator:
             sp.advance_to_log_start(plog.log_start_offset)
         return sp
 
-    def acquire(self, group_id: str, member_id: str, plog: PartitionLog, max_records: int) -> list[AcquiredRange]:
-        """Acquire up to ``max_records`` (whole log batches) for ``member_id``."""
-        sp = self.partition(group_id, plog)
+    def acquirable(self, group_id: str, plog: PartitionLog) -> bool:
+        """Whether a fetch may acquire on the group's share-partition of ``plog`` (Kafka's canAcquireRecords):
+        records wait for redelivery, or the in-flight window is under the record lock limit.  Only such
+        partitions are read, and share a request's MaxBytes."""
+        sp = self._expired(group_id, plog)
+        return sp.has_available() or sp.can_acquire_new(self._max_record_locks())
+
+    def acquire(self, group_id: str, member_id: str, plog: PartitionLog, max_records: int,
+                max_bytes: int = 2**31 - 1, min_one: bool = True) -> tuple[list[AcquiredRange], int]:
+        """Read the log from the share-partition's next fetch offset as Kafka's share fetch does -- whole
+        batches within ``max_bytes``, the first one even when larger with ``min_one`` (minOneMessage) -- and
+        acquire up to ``max_records`` (whole log batches) of what was read for ``member_id``: (the acquired
+        ranges, the bytes the read took from the request's budget)."""
+        sp = self._expired(group_id, plog)
         committed = self.read_committed(group_id)
         end = plog.last_stable_offset if committed else plog.next_offset
-        fetchable, skip = _fetchable(plog, sp.start_offset, end, committed)
-        return sp.acquire(member_id, self.cluster.clock.now_ms(), self.lock_ms(group_id), max_records,
-                          self.delivery_limit(group_id), fetchable,
-                          max_record_locks=int(self.cluster.config["group.share.partition.max.record.locks"]),
-                          skip=skip)
+        batches, read = _read(plog, sp.next_fetch_offset(), end, max_bytes, min_one)
+        fetchable, skip = _fetchable(plog, batches, end, committed)
+        ranges = sp.acquire(member_id, self.cluster.clock.now_ms(), self.lock_ms(group_id), max_records,
+                            self.delivery_limit(group_id), fetchable, max_record_locks=self._max_record_locks(),
+                            skip=skip)
+        return ranges, read
+
+    def _expired(self, group_id: str, plog: PartitionLog) -> SharePartition:
+        """The share-partition, its locks past due expired (Kafka's lock timers run on their own)."""
+        sp = self.partition(group_id, plog)
+        sp.expire_locks(self.cluster.clock.now_ms(), self.delivery_limit(group_id))
+        return sp
+
+    def _max_record_locks(self) -> int:
+        return int(self.cluster.config["group.share.partition.max.record.locks"])
 
     def acknowledge(self, group_id: str, member_id: str, plog: PartitionLog,
                     batches: Sequence[tuple[int, int, Sequence[int]]]) -> None:
@@ -262,18 +286,27 @@ def _first_batch_at(plog: PartitionLog, timestamp: int) -> int | None:
     return None
 
 
-def _fetchable(plog: PartitionLog, start: int, end: int,
+def _read(plog: PartitionLog, offset: int, end: int, max_bytes: int,
+          min_one: bool) -> tuple[list[StoredBatch], int]:
+    """Kafka's log read for one share-partition (LogSegment.read): a byte slice from the batch holding
+    ``offset``, ``max_bytes`` long (at least its first batch with ``min_one``), never past ``end`` (the high
+    watermark or the last stable offset): the whole batches in it, and the slice's length -- what the
+    request's MaxBytes loses, a cut batch at its end included (acquisition never sees that one)."""
+    if not plog.log_start_offset <= offset < min(end, plog.next_offset):
+        return [], 0
+    got = plog.read(offset, max(max_bytes, 0), first_always=min_one, end_offset=end)
+    limit = max(max_bytes, got.batches[0].size) if min_one and got.batches else max(max_bytes, 0)
+    return got.batches, min(limit, plog.bytes_after(offset, limit, end))
+
+
+def _fetchable(plog: PartitionLog, batches: list[StoredBatch], end: int,
                committed: bool) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """The (first, last) offsets of the data batches in [start, end), and the ranges never to deliver:
-    control batches, and with ``committed`` the batches of aborted transactions."""
+    """The (first, last) offsets of the batches read, and the ranges never to deliver: control batches,
+    and with ``committed`` the batches of aborted transactions."""
     fetchable: list[tuple[int, int]] = []
     skip: list[tuple[int, int]] = []
-    aborted = plog.producers.aborted_between(start, end) if committed else []
-    for batch in plog.batches:
-        if batch.last_offset < start:
-            continue
-        if batch.base_offset >= end:
-            break
+    aborted = plog.producers.aborted_between(batches[0].base_offset, end) if committed and batches else []
+    for batch in batches:
         if batch.is_control or (batch.is_transactional and _in_aborted(batch.producer_id, batch.base_offset, aborted)):
             skip.append((batch.base_offset, batch.last_offset))
         fetchable.append((batch.base_offset, batch.last_offset))

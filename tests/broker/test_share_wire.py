@@ -204,13 +204,21 @@ def test_a_closed_connection_closes_the_sessions_opened_on_it(cluster: MockClust
         assert cluster.call(lambda: cluster.state.share.sessions_on(0).get("g", "m1")) is None
 
 
-def test_acquired_records_come_in_runs_of_batch_size(cluster: MockCluster) -> None:
+def test_acquired_records_are_cut_at_log_batches_once_a_run_holds_batch_size(cluster: MockCluster) -> None:
     earliest(cluster)
     produce(cluster, 7)  # one batch of 7 records
-    with WireClient(port(cluster)) as w:
-        answer = w.call(78, 1, FETCH.ShareFetchRequest(
-            group_id="g", member_id="m1", share_session_epoch=0, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
-            max_records=100, batch_size=3, forgotten_topics_data=[], topics=[FETCH.FetchTopic(
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0})
+    for i in range(7):  # then 7 batches of one record
+        p.produce("jobs", f"w{i}".encode(), partition=0)
+        assert p.flush(10) == 0
+
+    def share_fetch(w: WireClient, epoch: int) -> Any:
+        return w.call(78, 1, FETCH.ShareFetchRequest(
+            group_id="g", member_id="m1", share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+            max_bytes=1 << 20, max_records=7, batch_size=3, forgotten_topics_data=[], topics=[FETCH.FetchTopic(
                 topic_id=topic_id(cluster), partitions=[FETCH.FetchPartition(partition_index=0,
                                                                              acknowledgement_batches=[])])]))
-    assert acquired(answer) == [(0, 2, 1), (3, 5, 1), (6, 6, 1)]
+
+    with WireClient(port(cluster)) as w:
+        assert acquired(share_fetch(w, 0)) == [(0, 6, 1)]  # Kafka never splits a log batch
+        assert acquired(share_fetch(w, 1)) == [(7, 9, 1), (10, 12, 1), (13, 13, 1)]
