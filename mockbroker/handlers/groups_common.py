@@ -13,11 +13,13 @@ if TYPE_CHECKING:
     from mockbroker.handlers.context import RequestContext
 
 P = ParamSpec("P")
+MAX_METADATA = 4096  # offset.metadata.max.bytes: committed metadata longer than this is refused
 
 
-def not_coordinator(ctx: RequestContext, group_id: str) -> int:
-    """NOT_COORDINATOR when this broker does not coordinate ``group_id`` (0 when it does)."""
-    if not group_id:
+def not_coordinator(ctx: RequestContext, group_id: str, empty_ok: bool = False) -> int:
+    """NOT_COORDINATOR when this broker does not coordinate ``group_id`` (0 when it does); INVALID_GROUP_ID for
+    an empty id, unless ``empty_ok`` (Kafka takes OffsetCommit and OffsetFetch for the empty group id)."""
+    if not group_id and not empty_ok:
         return ErrorCode.INVALID_GROUP_ID
     return 0 if ctx.cluster.coordinator_for(group_id).node_id == ctx.broker_id else ErrorCode.NOT_COORDINATOR
 

@@ -1,13 +1,16 @@
 """OffsetCommit: v0-10 (classic groups).
 
-Behavior:
-- Members commit with their generation (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
-  REBALANCE_IN_PROGRESS); a commit with generation -1 and no member id is a "simple" commit,
-  accepted only while the group has no members.
-- Unknown topics or partitions -> UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id, v10);
-  metadata over 4096 bytes -> OFFSET_METADATA_TOO_LARGE; NOT_COORDINATOR on the wrong broker.
-- With ACLs on (checked first, as Kafka): READ on the group, else GROUP_AUTHORIZATION_FAILED for
-  every partition; partitions of topics without READ -> TOPIC_AUTHORIZATION_FAILED.
+Behavior, in Kafka's order (KafkaApis, then the group coordinator):
+- With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED for every partition; partitions of
+  topics without READ -> TOPIC_AUTHORIZATION_FAILED.
+- Unknown topics or partitions -> UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id, v10); these
+  partitions keep their code, the rest get the group's answer.
+- NOT_COORDINATOR on the wrong broker (the empty group id is a group, as in Kafka); then the group's
+  checks (GroupOffsets.check_commit): members commit with their generation (FENCED_INSTANCE_ID,
+  UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, then REBALANCE_IN_PROGRESS); a commit with generation -1
+  and no member id (an admin's, or v0) is accepted only while the group has no members (else
+  UNKNOWN_MEMBER_ID); KIP-848 groups check the member epoch (STALE_MEMBER_EPOCH).
+- Last, per partition: metadata over 4096 bytes -> OFFSET_METADATA_TOO_LARGE.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator, refusal
+from mockbroker.handlers.groups_common import MAX_METADATA, not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -25,7 +28,6 @@ if TYPE_CHECKING:
     from mockbroker.protocol.generated.offset_commit_request import OffsetCommitRequest, OffsetCommitRequestTopic
 
 RESP = api.response_module(8)
-MAX_METADATA = 4096
 
 
 def _topic_name(ctx: RequestContext, t: OffsetCommitRequestTopic) -> tuple[str, int]:
@@ -45,42 +47,46 @@ def _auth_name(ctx: RequestContext, t: OffsetCommitRequestTopic) -> str:
 
 @register(8, 0, 10)
 def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
-    group_code = not_coordinator(ctx, req.group_id)
-    denied: set[str] = set()
-    if authz.enabled(ctx):
-        if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
-            group_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
-        else:
-            names = [n for n in (_auth_name(ctx, t) for t in req.topics) if n]
-            denied = authz.denied_names(ctx, authz.READ, authz.TOPIC, names)
-    offsets = []
-    checked: list[tuple[Any, list[tuple[Any, int]]]] = []
-    for t in req.topics:
+    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+        return _answer(req, {}, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    denied = authz.denied_names(ctx, authz.READ, authz.TOPIC, filter(None, (_auth_name(ctx, t) for t in req.topics))) \
+        if authz.enabled(ctx) else set()
+    codes: dict[tuple[int, int], int] = {}  # (topic index, partition index in it) -> its code
+    names: dict[int, str] = {}
+    for i, t in enumerate(req.topics):  # the topic checks first, as Kafka's KafkaApis
         name, code = _topic_name(ctx, t)
         if denied and _auth_name(ctx, t) in denied:
             code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        parts = []
-        for p in t.partitions:
-            err = group_code or code
-            if not err and not 0 <= p.partition_index < len(ctx.cluster.topics[name].partitions):
-                err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if not err and p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA:
-                err = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            if not err:
-                epoch = p.committed_leader_epoch if ctx.api_version >= 6 else -1
-                offsets.append((name, p.partition_index, p.committed_offset, epoch, p.committed_metadata))
-            parts.append((p, err))
-        checked.append((t, parts))
-    generation = req.generation_id_or_member_epoch if ctx.api_version >= 1 else -1
-    member_id = req.member_id if ctx.api_version >= 1 else ""
-    commit_code = 0
-    if not group_code and offsets:
+        names[i] = name
+        for j, p in enumerate(t.partitions):
+            if not code and not 0 <= p.partition_index < len(ctx.cluster.topics[name].partitions):
+                codes[(i, j)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                codes[(i, j)] = code
+    valid = [(i, j) for (i, j), code in codes.items() if not code]
+    if valid:  # then the coordinator, the group's checks, and last each partition's metadata
+        generation = req.generation_id_or_member_epoch if ctx.api_version >= 1 else -1
+        member_id = (req.member_id or "") if ctx.api_version >= 1 else ""
         instance_id = req.group_instance_id if ctx.api_version >= 7 else None
-        commit_code = refusal(ctx.cluster.groups.commit, req.group_id, member_id or "", generation, offsets,
-                              instance_id)
+        group_code = not_coordinator(ctx, req.group_id, empty_ok=True) or refusal(
+            ctx.cluster.groups.check_commit, req.group_id, member_id, generation, instance_id, ctx.api_version)
+        offsets = []
+        for i, j in valid:
+            p = req.topics[i].partitions[j]
+            too_large = p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA
+            codes[(i, j)] = group_code or (ErrorCode.OFFSET_METADATA_TOO_LARGE if too_large else 0)
+            if not codes[(i, j)]:
+                epoch = p.committed_leader_epoch if ctx.api_version >= 6 else -1
+                offsets.append((names[i], p.partition_index, p.committed_offset, epoch, p.committed_metadata))
+        if offsets:
+            ctx.cluster.groups.store(req.group_id, offsets)
+    return _answer(req, codes, 0)
+
+
+def _answer(req: OffsetCommitRequest, codes: dict[tuple[int, int], int], default: int) -> Any:
     return RESP.OffsetCommitResponse(topics=[
         RESP.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
-            RESP.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=err or commit_code)
-            for p, err in parts])
-        for t, parts in checked
+            RESP.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=codes.get((i, j), default))
+            for j, p in enumerate(t.partitions)])
+        for i, t in enumerate(req.topics)
     ])

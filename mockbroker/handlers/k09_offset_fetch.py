@@ -4,9 +4,9 @@ Behavior:
 - Committed offsets (-1 when none) with leader epoch (v5+) and metadata; a null topic list (v2+)
   means every partition the group committed.
 - v8+ ask for several groups at once; v10 names topics by id. NOT_COORDINATOR on the wrong broker
-  (per group from v8, top level from v2 before that).
-- v9+ with a member id: for KIP-848 groups the member and its epoch must be current
-  (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
+  (per group from v8, top level from v2 before that); the empty group id is a group, as in Kafka.
+- v9+: for KIP-848 groups a member id (or an epoch other than -1) must name a current member with its
+  epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); classic groups check nothing, as in Kafka.
 - Offsets committed inside an open transaction stay invisible until it commits; with
   require_stable (v7+) their partitions answer UNSTABLE_OFFSET_COMMIT (retriable) instead.
 - With ACLs on (checked first, as Kafka): DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED;
@@ -69,7 +69,7 @@ def _entry(ctx: RequestContext, group_id: str, topic: str, partition: int, offse
 def _group_code(ctx: RequestContext, group_id: str) -> int:
     if not authz.authorize(ctx, authz.DESCRIBE, authz.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    return not_coordinator(ctx, group_id)
+    return not_coordinator(ctx, group_id, empty_ok=True)
 
 
 @register(9, 0, 10)
@@ -78,8 +78,8 @@ def handle(ctx: RequestContext, req: OffsetFetchRequest) -> Any:
         results = []
         for g in req.groups:
             code = _group_code(ctx, g.group_id)
-            if not code and ctx.api_version >= 9 and g.member_id is not None:
-                code = refusal(ctx.cluster.groups.validate_member, g.group_id, g.member_id, g.member_epoch)
+            if not code and ctx.api_version >= 9:
+                code = refusal(ctx.cluster.groups.check_fetch, g.group_id, g.member_id, g.member_epoch)
             found = {} if code else _offsets(ctx, g.group_id, g.topics, ctx.api_version >= 10, req.require_stable)
             results.append(RESP.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
                 RESP.OffsetFetchResponseTopics(

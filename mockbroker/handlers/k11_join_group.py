@@ -1,21 +1,23 @@
 """JoinGroup: v0-9 (classic protocol).
 
 Behavior:
-- NOT_COORDINATOR on the wrong broker; INVALID_GROUP_ID for an empty id; INCONSISTENT_GROUP_PROTOCOL
-  when the protocol type or the offered assignors do not match the group's members, or when an empty
-  group is joined with no protocol type or no protocols (as Kafka's ClassicGroup.supportsProtocols).
+- In Kafka's order: GROUP_AUTHORIZATION_FAILED (with ACLs on: READ on the group); INVALID_GROUP_ID for an
+  empty id; INVALID_SESSION_TIMEOUT (below); NOT_COORDINATOR on the wrong broker; a member id of a group that
+  does not exist -> UNKNOWN_MEMBER_ID; INCONSISTENT_GROUP_PROTOCOL when the protocol type or the offered
+  assignors do not match the group's members, or when an empty group is joined with no protocol type or no
+  protocols (as Kafka's ClassicGroup.supportsProtocols); then the member (FENCED_INSTANCE_ID,
+  UNKNOWN_MEMBER_ID; an instance id no member holds, with a member id, is UNKNOWN_MEMBER_ID).
 - v4+: a first join without a member id gets MEMBER_ID_REQUIRED and its new id.
 - The answer waits until every known member has rejoined (or the rebalance timeout passes); the
   leader gets every member's metadata. A new group waits `group.initial.rebalance.delay.ms`
   (0 by default here, so tests settle fast; Kafka's default is 3000).
 - v0 has no rebalance timeout: the session timeout serves for both, as in Kafka.
 - INVALID_SESSION_TIMEOUT for a session timeout outside `group.min.session.timeout.ms` (6000) ..
-  `group.max.session.timeout.ms` (1800000), checked after the coordinator and ACLs, as Kafka.
+  `group.max.session.timeout.ms` (1800000), checked after ACLs and before the coordinator, as Kafka.
 - Static members (KIP-345): a known group.instance.id rejoining with an empty member id replaces its old
   member id (the old one is fenced); a stable group whose protocol stays the same does not rebalance
   (v9+: a rejoining leader gets every member and SkipAssignment, KIP-814; before v9 it is told the old
   leader id and acts as a follower).
-- With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first, as Kafka).
 
 KIP-848 groups have their own API (ConsumerGroupHeartbeat); a classic join of a non-empty consumer group is
 INCONSISTENT_GROUP_PROTOCOL.
@@ -56,15 +58,19 @@ def _response(ctx: RequestContext, req: JoinGroupRequest, result: JoinResult) ->
 
 @register(11, 0, 9)
 def handle(ctx: RequestContext, req: JoinGroupRequest) -> Any:
-    code = not_coordinator(ctx, req.group_id)
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
-        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
-    config = ctx.cluster.config
-    if not code and req.group_id and not (config["group.min.session.timeout.ms"] <= req.session_timeout_ms
-                                          <= config["group.max.session.timeout.ms"]):
+        return _response(ctx, req, JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    low, high = ctx.cluster.config["group.min.session.timeout.ms"], ctx.cluster.config["group.max.session.timeout.ms"]
+    code = 0
+    if not req.group_id:
+        code = ErrorCode.INVALID_GROUP_ID
+    elif not low <= req.session_timeout_ms <= high:
         code = ErrorCode.INVALID_SESSION_TIMEOUT
-    if code:
+    if code:  # Kafka echoes the member id for these two, checked before the coordinator
         return _response(ctx, req, JoinResult(code, member_id=req.member_id))
+    code = not_coordinator(ctx, req.group_id)
+    if code:
+        return _response(ctx, req, JoinResult(code))
     future, reply = reply_future()
     rebalance_ms = req.rebalance_timeout_ms if ctx.api_version >= 1 else req.session_timeout_ms
     try:

@@ -1,8 +1,9 @@
 """Heartbeat: v0-4 (classic protocol).
 
-Behavior: keeps a member's session alive; REBALANCE_IN_PROGRESS while the group rebalances,
-UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, NOT_COORDINATOR on the wrong broker.
-With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first, as Kafka).
+Behavior: keeps a member's session alive. Refusals in Kafka's order: with ACLs on, READ on the group,
+else GROUP_AUTHORIZATION_FAILED; INVALID_GROUP_ID; NOT_COORDINATOR on the wrong broker; then the
+group's (GroupCoordinator.heartbeat): UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID, ILLEGAL_GENERATION,
+and REBALANCE_IN_PROGRESS while the group prepares a rebalance.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """LeaveGroup: v0-5 (classic protocol).
 
 Behavior: removes the member (v0-2) or the listed members (v3+, each answered) and rebalances the
-rest; UNKNOWN_MEMBER_ID for members the group does not have; NOT_COORDINATOR on the wrong broker.
-With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (top level, checked first).
+rest. Refusals in Kafka's order: with ACLs on, READ on the group, else GROUP_AUTHORIZATION_FAILED (top
+level); INVALID_GROUP_ID; NOT_COORDINATOR on the wrong broker; then per member
+(GroupCoordinator.leave): UNKNOWN_MEMBER_ID for members the group does not have, FENCED_INSTANCE_ID
+for an instance id held by another member id. A pending member (given its id by MEMBER_ID_REQUIRED,
+not yet joined) may leave.
 """
 
 from __future__ import annotations

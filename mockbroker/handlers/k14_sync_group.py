@@ -2,9 +2,11 @@
 
 Behavior:
 - The leader's assignments are handed to every member; followers wait for the leader.
-- UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS (a new rebalance started),
-  NOT_COORDINATOR on the wrong broker. v5 echoes the protocol type and name.
-- With ACLs on: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked first, as Kafka).
+- In Kafka's order: v5+ without a protocol type or name -> INCONSISTENT_GROUP_PROTOCOL; with ACLs on,
+  READ on the group, else GROUP_AUTHORIZATION_FAILED; INVALID_GROUP_ID; NOT_COORDINATOR on the wrong
+  broker; then the group's (GroupCoordinator.sync): UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID,
+  ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL (v5: a protocol type or name not the group's),
+  REBALANCE_IN_PROGRESS (a new rebalance started). v5 echoes the protocol type and name.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ def _response(ctx: RequestContext, req: SyncGroupRequest, code: int, assignment:
 
 @register(14, 0, 5)
 def handle(ctx: RequestContext, req: SyncGroupRequest) -> Any:
+    if ctx.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        return RESP.SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, assignment=b"")
     if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
         return RESP.SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     code = not_coordinator(ctx, req.group_id)
@@ -42,8 +46,9 @@ def handle(ctx: RequestContext, req: SyncGroupRequest) -> Any:
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
     try:
         ctx.cluster.groups.sync(req.group_id, req.member_id, req.generation_id, assignments, reply,
-                                req.group_instance_id if ctx.api_version >= 3 else None)
-    except KafkaError as exc:  # refused at once (fenced, unknown member, generation, rebalancing)
+                                req.group_instance_id if ctx.api_version >= 3 else None,
+                                (req.protocol_type, req.protocol_name) if ctx.api_version >= 5 else (None, None))
+    except KafkaError as exc:  # refused at once (unknown member, fenced, generation, protocol, rebalancing)
         return _response(ctx, req, exc.code, b"")
     if future.done():
         return _response(ctx, req, *future.result())

@@ -4,15 +4,16 @@ Behavior:
 - Offsets committed inside a transaction (after AddOffsetsToTxn named the group): held apart and
   visible to OffsetFetch only when the transaction commits; dropped when it aborts. Until then
   OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for those partitions.
-- Errors answer every partition: NOT_COORDINATOR when this broker does not coordinate the group;
-  an empty group id -> INVALID_GROUP_ID; unknown transactional id or another producer id ->
-  INVALID_PRODUCER_ID_MAPPING; an older epoch -> INVALID_PRODUCER_EPOCH; the group not in the open
-  transaction -> INVALID_TXN_STATE; v3+ with a member id or generation: UNKNOWN_MEMBER_ID /
-  ILLEGAL_GENERATION as for OffsetCommit. Unknown topics -> UNKNOWN_TOPIC_OR_PARTITION for their
-  partitions.
-- With ACLs on (checked first, as Kafka): WRITE on the transactional id, else
-  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, then READ on the group, else GROUP_AUTHORIZATION_FAILED,
-  for every partition; partitions of topics without READ -> TOPIC_AUTHORIZATION_FAILED.
+- Checked in Kafka's order. With ACLs on: WRITE on the transactional id, else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, then READ on the group, else GROUP_AUTHORIZATION_FAILED, for
+  every partition; partitions of topics without READ -> TOPIC_AUTHORIZATION_FAILED. Unknown topics or
+  partitions -> UNKNOWN_TOPIC_OR_PARTITION. These partitions keep their code; the rest get, in turn:
+  INVALID_GROUP_ID for an empty group id; NOT_COORDINATOR; unknown transactional id or another
+  producer id -> INVALID_PRODUCER_ID_MAPPING; an older epoch -> INVALID_PRODUCER_EPOCH; the group not
+  in the open transaction -> INVALID_TXN_STATE; the group's checks as for OffsetCommit
+  (GroupOffsets.check_commit), except that a group completing a rebalance takes the commit, a commit
+  without member id or generation goes into a group with members, and a stale KIP-848 member epoch is
+  ILLEGAL_GENERATION; last, per partition, metadata over 4096 bytes -> OFFSET_METADATA_TOO_LARGE.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator, refusal
+from mockbroker.handlers.groups_common import MAX_METADATA, not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -32,11 +33,8 @@ if TYPE_CHECKING:
 RESP = api.response_module(28)
 
 
-def _group_code(ctx: RequestContext, req: TxnOffsetCommitRequest) -> int:
-    if not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, req.transactional_id):
-        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    if not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+def _producer_code(ctx: RequestContext, req: TxnOffsetCommitRequest) -> int:
+    """The group id, the coordinator and the producer's transaction, in Kafka's order (0 when all pass)."""
     code = not_coordinator(ctx, req.group_id)
     if code:
         return code
@@ -50,11 +48,15 @@ def _group_code(ctx: RequestContext, req: TxnOffsetCommitRequest) -> int:
 
 @register(28, 0, 5)
 def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Any:
-    code = _group_code(ctx, req)
+    code = 0
+    if not authz.authorize(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, req.transactional_id):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not authz.authorize(ctx, authz.READ, authz.GROUP, req.group_id):
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
     codes: dict[tuple[str, int], int] = {}
-    offsets = []
     denied = authz.denied_names(ctx, authz.READ, authz.TOPIC, (t.name for t in req.topics)) if not code else set()
-    for t in req.topics:
+    valid = []
+    for t in req.topics:  # the topic checks first, as Kafka's KafkaApis
         topic = ctx.cluster.topics.get(t.name)
         for p in t.partitions:
             if code:
@@ -64,16 +66,22 @@ def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Any:
             elif topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                codes[(t.name, p.partition_index)] = 0
-                offsets.append((t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                codes[(t.name, p.partition_index)] = 0  # (its place in the answer: the request's order)
+                valid.append((t.name, p))
+    if valid:  # then the coordinator, the producer, the group's checks, and last each partition's metadata
+        v3 = ctx.api_version >= 3  # member id, generation and instance id came with v3
+        group_code = _producer_code(ctx, req) or refusal(
+            ctx.cluster.groups.check_commit, req.group_id, (req.member_id or "") if v3 else "",
+            req.generation_id if v3 else -1, req.group_instance_id if v3 else None, ctx.api_version, transactional=True)
+        offsets = []
+        for name, p in valid:
+            too_large = p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA
+            codes[(name, p.partition_index)] = group_code or (ErrorCode.OFFSET_METADATA_TOO_LARGE if too_large else 0)
+            if not codes[(name, p.partition_index)]:
+                offsets.append((name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                                 p.committed_metadata))
-    if not code and offsets:
-        generation = req.generation_id if ctx.api_version >= 3 else -1
-        member = req.member_id if ctx.api_version >= 3 else ""
-        member_code = refusal(ctx.cluster.groups.txn_commit, req.group_id, req.producer_id, member, generation,
-                              offsets)
-        if member_code:
-            codes = {tp: member_code if c == 0 else c for tp, c in codes.items()}
+        if offsets:
+            ctx.cluster.groups.store_pending(req.group_id, req.producer_id, offsets)
     by_topic: dict[str, list[Any]] = {}
     for (name, index), c in codes.items():
         by_topic.setdefault(name, []).append(RESP.TxnOffsetCommitResponsePartition(partition_index=index, error_code=c))

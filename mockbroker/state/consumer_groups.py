@@ -289,13 +289,35 @@ class ConsumerGroupLogic:
             elif member.revoking and 0 <= member.revoke_deadline_ms < now:
                 self._remove(g, member.member_id)
 
-    def validate_commit(self, g: ConsumerGroupState, member_id: str, epoch: int) -> None:
-        """OffsetCommit/OffsetFetch from a member of a consumer group: its id and epoch must be current, else
-        UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH is raised (an admin commit, no id and epoch -1, passes)."""
-        if not member_id and epoch < 0:
-            return  # an admin commit
+    def validate_commit(self, g: ConsumerGroupState, member_id: str, epoch: int, transactional: bool = False,
+                        api_version: int = 9) -> None:
+        """OffsetCommit/TxnOffsetCommit into a consumer group, as Kafka's ConsumerGroup.validateOffsetCommit:
+        epoch -1 into a group without members passes (an admin's commit); else the member must exist
+        (UNKNOWN_MEMBER_ID, an admin's commit into a live group included), commit with OffsetCommit v9+
+        (UNSUPPORTED_VERSION) and with its current epoch (STALE_MEMBER_EPOCH); raised as KafkaError."""
+        if epoch < 0 and not g.members:
+            return
         member = g.members.get(member_id)
-        if member is None or member.left_static:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in the group")
-        if epoch != member.epoch:
-            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"epoch {epoch} is not the member's {member.epoch}")
+        if member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id!r} is not in the group")
+        if not transactional and api_version < 9:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
+                             "OffsetCommit version 9 or above must be used by members using the modern group protocol")
+        self._check_epoch(member, epoch)
+
+    def validate_fetch(self, g: ConsumerGroupState, member_id: str | None, epoch: int) -> None:
+        """OffsetFetch v9+ from a consumer group, as Kafka's ConsumerGroup.validateOffsetFetch: no member id and
+        epoch -1 (an admin) passes; else UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH is raised."""
+        if member_id is None and epoch < 0:
+            return
+        member = g.members.get(member_id or "")
+        if member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id!r} is not in the group")
+        self._check_epoch(member, epoch)
+
+    @staticmethod
+    def _check_epoch(member: ConsumerMember, epoch: int) -> None:
+        # a static member that left (epoch -2) stays a member, with Kafka's epoch for it, until it comes back
+        current = STATIC_LEAVE if member.left_static else member.epoch
+        if epoch != current:
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"epoch {epoch} is not the member's {current}")

@@ -17,10 +17,11 @@ from mockbroker.state.internal_topics import CONSUMER_OFFSETS, partition_for
 
 if TYPE_CHECKING:
     from mockbroker.state.consumer_groups import ConsumerGroupLogic
-    from mockbroker.state.groups import Group
+    from mockbroker.state.groups import Group, Member
 
 _SUBSCRIPTION = api.module("ConsumerProtocolSubscription")
-COMPLETING = "CompletingRebalance"  # the classic group state in which commits must wait
+# the classic group states (groups.py imports them from here)
+EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
 
 
 def offsets_partition(group_id: str, partitions: int) -> int:
@@ -48,51 +49,102 @@ def subscription_topics(metadata: bytes) -> set[str]:
     return set(sub.topics)
 
 
-def _check_member(group: Group, member_id: str, generation: int, completing_refused: bool) -> None:
-    """A classic member's commit: raises UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS (while the group completes
-    a rebalance, when ``completing_refused``) or ILLEGAL_GENERATION."""
-    if member_id not in group.members:
-        raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group.group_id}")
-    if completing_refused and group.state == COMPLETING:
-        raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {group.group_id} is completing a rebalance")
-    if generation != group.generation:
-        raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not {group.generation}")
+def validate_member(group: Group | None, member_id: str, instance_id: str | None) -> Member:
+    """Kafka's ClassicGroup.validateMember: with an instance id, the static member holding it must be
+    ``member_id`` (no holder: UNKNOWN_MEMBER_ID, another: FENCED_INSTANCE_ID); then ``member_id`` must be a
+    member (UNKNOWN_MEMBER_ID).  The member, else a KafkaError is raised."""
+    if instance_id is not None:
+        holder = next((m for m in group.members.values() if m.group_instance_id == instance_id), None) \
+            if group is not None else None
+        if holder is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"no member has instance {instance_id}")
+        if holder.member_id != member_id:
+            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} is held by another member")
+    member = group.members.get(member_id) if group is not None else None
+    if member is None:
+        group_id = group.group_id if group is not None else "?"
+        raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id}")
+    return member
 
 
 class GroupOffsets:
     groups: dict[str, Group]
     consumer_logic: ConsumerGroupLogic | None
+    clock: Any
 
     def group(self, group_id: str) -> Group:  # provided by GroupCoordinator
         raise NotImplementedError
 
-    def check_not_fenced(self, group_id: str, member_id: str, instance_id: str | None) -> None:
-        raise NotImplementedError
-
     def commit(self, group_id: str, member_id: str, generation: int,
-               offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None) -> None:
-        """OffsetCommit: store the offsets; raises FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
-        ILLEGAL_GENERATION (classic groups) or UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH (consumer groups)."""
-        self.check_not_fenced(group_id, member_id, instance_id)
-        group = self.group(group_id)
+               offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None,
+               api_version: int = 9) -> None:
+        """OffsetCommit: :meth:`check_commit`, then store the offsets."""
+        self.check_commit(group_id, member_id, generation, instance_id, api_version)
+        self.store(group_id, offsets)
+
+    def check_commit(self, group_id: str, member_id: str, generation: int, instance_id: str | None = None,
+                     api_version: int = 9, transactional: bool = False) -> None:
+        """May this OffsetCommit (TxnOffsetCommit when ``transactional``) go ahead?  Kafka's checks, in its
+        order (OffsetMetadataManager.validateOffsetCommit, then the group's validateOffsetCommit); each refusal
+        is raised as a KafkaError:
+
+        - no such group: a commit with generation -1 creates a "simple" group; any other is refused with
+          GROUP_ID_NOT_FOUND (OffsetCommit v9+) or ILLEGAL_GENERATION (older, and TxnOffsetCommit);
+        - a classic group: generation -1 into an empty group passes; with a generation, a member id or an
+          instance id, the member is validated (FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID) and then its
+          generation (ILLEGAL_GENERATION); without any (an admin's or a v0 commit) a group with members
+          answers UNKNOWN_MEMBER_ID (TxnOffsetCommit: accepted); last, a group completing a rebalance answers
+          REBALANCE_IN_PROGRESS (not for TxnOffsetCommit).  A member's commit in a stable group or one
+          preparing a rebalance keeps its session, as in Kafka;
+        - a KIP-848 group: see ConsumerGroupLogic.validate_commit (STALE_MEMBER_EPOCH is ILLEGAL_GENERATION
+          for TxnOffsetCommit)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                code = ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 and not transactional \
+                    else ErrorCode.ILLEGAL_GENERATION
+                raise KafkaError(code, f"group {group_id} does not exist")
+            self.group(group_id)  # a simple group
+            return
         if group.consumer is not None and self.consumer_logic is not None:
-            self.consumer_logic.validate_commit(group.consumer, member_id, generation)
-        elif generation >= 0 or member_id:
-            _check_member(group, member_id, generation, completing_refused=True)
-            # while PreparingRebalance the old generation may still commit (commit on revoke), as in Kafka
-        elif group.members:  # a simple commit into a group with members
-            raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"group {group_id} has members: a simple commit is refused")
+            try:
+                self.consumer_logic.validate_commit(group.consumer, member_id, generation, transactional,
+                                                    api_version)
+            except KafkaError as exc:
+                if transactional and exc.code == ErrorCode.STALE_MEMBER_EPOCH:
+                    raise KafkaError(ErrorCode.ILLEGAL_GENERATION, exc.message) from None
+                raise
+            return
+        if generation < 0 and group.state == EMPTY:
+            return  # an admin's commit, or a consumer that does not use group management
+        if generation >= 0 or member_id or instance_id is not None:
+            member = validate_member(group, member_id, instance_id)
+            if generation != group.generation:
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not {group.generation}")
+            if group.state in (STABLE, PREPARING) and not transactional:
+                member.last_seen_ms = self.clock.now_ms()
+        elif not transactional:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
+                             f"group {group_id} has members: a commit without a member id is refused")
+        if not transactional and group.state == COMPLETING:
+            raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {group_id} is completing a rebalance")
+
+    def store(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]]) -> None:
+        """Store committed offsets (checked by :meth:`check_commit`)."""
+        group = self.group(group_id)
         for topic, partition, offset, epoch, metadata in offsets:
             group.offsets[(topic, partition)] = (offset, epoch, metadata)
 
     def txn_commit(self, group_id: str, producer_id: int, member_id: str, generation: int,
-                   offsets: list[tuple[str, int, int, int, str | None]]) -> None:
-        """TxnOffsetCommit: hold the offsets until the producer's transaction ends; raises UNKNOWN_MEMBER_ID
-        or ILLEGAL_GENERATION."""
-        group = self.group(group_id)
-        if generation >= 0 or member_id:
-            _check_member(group, member_id, generation, completing_refused=False)
-        pending = group.pending_txn.setdefault(producer_id, {})
+                   offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None) -> None:
+        """TxnOffsetCommit: :meth:`check_commit` (transactional), then :meth:`store_pending`."""
+        self.check_commit(group_id, member_id, generation, instance_id, transactional=True)
+        self.store_pending(group_id, producer_id, offsets)
+
+    def store_pending(self, group_id: str, producer_id: int,
+                      offsets: list[tuple[str, int, int, int, str | None]]) -> None:
+        """Hold transactional offsets until the producer's transaction ends."""
+        pending = self.group(group_id).pending_txn.setdefault(producer_id, {})
         for topic, partition, offset, epoch, metadata in offsets:
             pending[(topic, partition)] = (offset, epoch, metadata)
 
@@ -129,13 +181,13 @@ class GroupOffsets:
         group = self.groups.get(group_id)
         return dict(group.offsets) if group else {}
 
-    def validate_member(self, group_id: str, member_id: str, member_epoch: int) -> None:
-        """OffsetFetch v9+ from a KIP-848 member: its id and epoch must be current, else UNKNOWN_MEMBER_ID or
-        STALE_MEMBER_EPOCH is raised (classic groups: no check)."""
+    def check_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> None:
+        """OffsetFetch v9+: a KIP-848 group checks the member and its epoch (ConsumerGroupLogic.validate_fetch);
+        classic groups and groups that do not exist check nothing, as in Kafka."""
         group = self.groups.get(group_id)
         if group is None or group.consumer is None or self.consumer_logic is None:
             return
-        self.consumer_logic.validate_commit(group.consumer, member_id, member_epoch)
+        self.consumer_logic.validate_fetch(group.consumer, member_id, member_epoch)
 
     # -- OffsetDelete ------------------------------------------------------------------------------
     def offsets_deletable(self, group_id: str) -> None:

@@ -23,11 +23,10 @@ from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.state.consumer_groups import ConsumerGroupLogic, ConsumerGroupState, HeartbeatResult
-from mockbroker.state.group_offsets import COMPLETING, GroupOffsets
+from mockbroker.state.group_offsets import COMPLETING, EMPTY, PREPARING, STABLE, GroupOffsets, validate_member
 from mockbroker.state.ids import uuid4_text
 
 log = logging.getLogger("mockbroker.state")
-EMPTY, PREPARING, STABLE = "Empty", "PreparingRebalance", "Stable"
 
 
 @dataclass
@@ -102,28 +101,28 @@ class GroupCoordinator(GroupOffsets):
         Raises KafkaError for INVALID_GROUP_ID, INCONSISTENT_GROUP_PROTOCOL, FENCED_INSTANCE_ID and
         UNKNOWN_MEMBER_ID; every other answer goes to ``reply``."""
         check_group_id(group_id)
+        group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None and group.consumer.members:
+            raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"group {group_id} is a consumer group")
+        if member_id and (group is None or group.consumer is not None):
+            # Kafka (classicGroupJoinToClassicGroup): a member id names a member of an existing classic group
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {group_id} does not exist")
         group = self.group(group_id)
-        if group.consumer is not None:
-            if group.consumer.members:
-                raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"group {group_id} is a consumer group")
-            group.consumer = None  # an empty consumer group turns classic
+        group.consumer = None  # an empty consumer group turns classic
         if not self._supports_protocols(group, protocol_type, protocols):
             raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"protocols not supported by group {group_id}")
-        holder = self._holder(group, instance_id)
-        if holder is not None:
-            if member_id and member_id != holder.member_id:
-                raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} is held by another member")
-            if not member_id:
+        if not member_id:
+            holder = self._holder(group, instance_id)
+            if holder is not None:
                 self._replace_static(group, holder, client_id, (session_ms, rebalance_ms), protocols, reply, skip_ok)
                 return
-        if not member_id:
             member_id = f"{client_id or 'member'}-{uuid4_text()}"
             if require_known and instance_id is None:  # JoinGroup v4+: come back with the id given
                 group.pending_ids.add(member_id)
                 reply(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
                 return
-        elif member_id not in group.members and member_id not in group.pending_ids:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id}")
+        elif member_id not in group.pending_ids:  # a pending member (MEMBER_ID_REQUIRED) is let in as it is
+            validate_member(group, member_id, instance_id)
         group.pending_ids.discard(member_id)
         now = self.clock.now_ms()
         member = group.members.get(member_id)
@@ -163,12 +162,6 @@ class GroupCoordinator(GroupOffsets):
         if group is None or instance_id is None:
             return None
         return next((m for m in group.members.values() if m.group_instance_id == instance_id), None)
-
-    def check_not_fenced(self, group_id: str, member_id: str, instance_id: str | None) -> None:
-        """Raises FENCED_INSTANCE_ID when ``instance_id`` belongs to a member with another id (a zombie)."""
-        holder = self._holder(self.groups.get(group_id), instance_id)
-        if holder is not None and holder.member_id != member_id:
-            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} is held by another member")
 
     def _replace_static(self, group: Group, holder: Member, client_id: str, timeouts: tuple[int, int],
                         protocols: list[tuple[str, bytes]], reply: Callable[[JoinResult], None], skip_ok: bool) -> None:
@@ -276,17 +269,23 @@ class GroupCoordinator(GroupOffsets):
 
     # -- SyncGroup ------------------------------------------------------------------------------
     def sync(self, group_id: str, member_id: str, generation: int, assignments: dict[str, bytes],
-             reply: Callable[[int, bytes], None], instance_id: str | None = None) -> None:
-        """A SyncGroup: raises KafkaError for FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION and
-        REBALANCE_IN_PROGRESS (a group preparing a rebalance); the assignment, now or once the leader
-        syncs, goes to ``reply`` (code, assignment)."""
-        self.check_not_fenced(group_id, member_id, instance_id)
+             reply: Callable[[int, bytes], None], instance_id: str | None = None,
+             protocol: tuple[str | None, str | None] = (None, None)) -> None:
+        """A SyncGroup (``protocol``: the request's protocol type and name, v5+), checked in Kafka's order
+        (classicGroupSync): UNKNOWN_MEMBER_ID (no such group, or no members), then the member
+        (FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID), ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL (a protocol
+        type or name other than the group's) and REBALANCE_IN_PROGRESS (a group preparing a rebalance), each
+        raised as a KafkaError; the assignment, now or once the leader syncs, goes to ``reply`` (code,
+        assignment)."""
         group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group else None
-        if group is None or member is None:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id}")
+        if group is None or not group.members:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {group_id} has no members")
+        member = validate_member(group, member_id, instance_id)
         if generation != group.generation:
             raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not {group.generation}")
+        for asked, actual in zip(protocol, (group.protocol_type, group.protocol_name), strict=True):
+            if asked is not None and actual is not None and asked != actual:
+                raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"group {group_id} uses {actual}, not {asked}")
         member.last_seen_ms = self.clock.now_ms()
         if group.state == PREPARING:
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {group_id} is rebalancing")
@@ -305,31 +304,35 @@ class GroupCoordinator(GroupOffsets):
 
     # -- Heartbeat / LeaveGroup -------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, generation: int, instance_id: str | None = None) -> None:
-        """A Heartbeat: keeps the member's session; raises FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID,
-        REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION."""
-        self.check_not_fenced(group_id, member_id, instance_id)
+        """A Heartbeat, checked in Kafka's order (classicGroupHeartbeat): the member (FENCED_INSTANCE_ID /
+        UNKNOWN_MEMBER_ID), then ILLEGAL_GENERATION, then REBALANCE_IN_PROGRESS while the group prepares a
+        rebalance; each raised as a KafkaError.  The member's session is kept unless the member or its
+        generation is refused."""
         group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group else None
-        if group is None or member is None:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id}")
+        member = validate_member(group, member_id, instance_id)
+        assert group is not None
+        if generation != group.generation:
+            raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not {group.generation}")
         member.last_seen_ms = self.clock.now_ms()
         if group.state == PREPARING:
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {group_id} is rebalancing")
-        if generation != group.generation:
-            raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"generation {generation} is not {group.generation}")
 
     def leave(self, group_id: str, member_id: str, instance_id: str | None = None) -> None:
-        """A member leaves (a static one by its instance id); raises UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID."""
+        """A member leaves, checked as Kafka's classicGroupLeave: with no member id, the static member holding
+        ``instance_id``; a pending member (given its id by MEMBER_ID_REQUIRED) just goes; any other is
+        validated (FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID, raised as a KafkaError)."""
         group = self.groups.get(group_id)
-        if instance_id is not None:
+        if not member_id:
             holder = self._holder(group, instance_id)
             if holder is None:
                 raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"no member of {group_id} has instance {instance_id}")
-            if member_id and member_id != holder.member_id:
-                raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} is held by another member")
             member_id = holder.member_id
-        if group is None or member_id not in group.members:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group_id}")
+        elif group is not None and member_id in group.pending_ids:
+            group.pending_ids.discard(member_id)
+            return
+        else:
+            validate_member(group, member_id, instance_id)
+        assert group is not None
         self._remove(group, [member_id])
 
     def _remove(self, group: Group, member_ids: list[str]) -> None:

@@ -129,4 +129,8 @@ def test_commits_check_member_epoch() -> None:
     with pytest.raises(KafkaError) as unknown:
         c.logic.validate_commit(c.group, "zz", 1)
     assert unknown.value.code == ErrorCode.UNKNOWN_MEMBER_ID
-    c.logic.validate_commit(c.group, "", -1)  # an admin commit: no KafkaError
+    with pytest.raises(KafkaError) as admin:  # an admin's commit into a group with members, as Kafka
+        c.logic.validate_commit(c.group, "", -1)
+    assert admin.value.code == ErrorCode.UNKNOWN_MEMBER_ID
+    c.beat("a", -1)  # the member leaves: now the admin's commit goes in
+    c.logic.validate_commit(c.group, "", -1)
