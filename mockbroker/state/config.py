@@ -184,7 +184,9 @@ def _catalogue() -> Any:
 def broker_names() -> set[str]:
     """Every broker config name MockCluster(config=...) accepts, but the ``listener.name.`` ones."""
     cat = _catalogue()
-    return set(BROKER_DEFAULTS) | set(cat.BROKER_CONFIGS) | set(cat.ACCEPTED_BROKER_NAMES)
+    names: set[str] = set(BROKER_DEFAULTS) | set(cat.BROKER_CONFIGS) | set(cat.ACCEPTED_BROKER_NAMES)
+    names.update(cat.kafka_broker_names())
+    return names
 
 
 def topic_names() -> set[str]:
@@ -224,7 +226,7 @@ def check_broker_name(name: Any) -> None:
     if name in BROKER_DEFAULTS:
         return
     cat = _catalogue()
-    if name not in cat.BROKER_CONFIGS and name not in cat.ACCEPTED_BROKER_NAMES:
+    if name not in cat.ACCEPTED_BROKER_NAMES and cat.broker_spec(name) is None:
         raise KafkaError(ErrorCode.INVALID_CONFIG, unknown_config_message("broker", name))
 
 
@@ -269,7 +271,7 @@ def _check(name: str, value: Any) -> None:
         raise KafkaError(ErrorCode.INVALID_CONFIG,
                          f"invalid value {value!r} for {name}: a comma list of {', '.join(items)}")
     cat = _catalogue()
-    spec = cat.BROKER_CONFIGS.get(name) or cat.TOPIC_CONFIGS.get(name)
+    spec = cat.broker_spec(name) or cat.TOPIC_CONFIGS.get(name)
     number = value
     numeric = {cat.INT: int, cat.LONG: int, cat.SHORT: int, cat.DOUBLE: float}
     if isinstance(value, str) and spec is not None and spec.type in numeric:  # a Kafka name the mock stores

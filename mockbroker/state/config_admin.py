@@ -58,12 +58,12 @@ class ConfigEntry:
 def _broker_default(name: str) -> str | None:
     if name in BROKER_DEFAULTS:
         return cat.config_text(BROKER_DEFAULTS[name][0])
-    spec = cat.BROKER_CONFIGS.get(name)
+    spec = cat.broker_spec(name)
     return spec.default if spec else None
 
 
 def _is_sensitive(name: str) -> bool:
-    spec = cat.BROKER_CONFIGS.get(name)
+    spec = cat.broker_spec(name)
     return bool(spec and spec.sensitive)
 
 
@@ -94,7 +94,7 @@ def _apply_ops(current: dict[str, str], ops: Iterable[tuple[str, int, str | None
         elif op in (APPEND, SUBTRACT):
             verb = "append" if op == APPEND else "subtract"
             if not is_list(name):
-                if name not in cat.TOPIC_CONFIGS and name not in cat.BROKER_CONFIGS and is_list is cat.is_list:
+                if name not in cat.TOPIC_CONFIGS and cat.broker_spec(name) is None and is_list is cat.is_list:
                     raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")
             base = out.get(name, default_of(name) or "")
@@ -166,12 +166,13 @@ class ConfigAdmin:
         return requested
 
     def _validate_broker(self, props: dict[str, str]) -> None:
-        static = sorted(n for n in props if n in cat.BROKER_CONFIGS and not cat.BROKER_CONFIGS[n].dynamic)
+        specs = {n: cat.broker_spec(n) for n in props}
+        static = sorted(n for n, spec in specs.items() if spec is not None and not spec.dynamic)
         if static:
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              f"Cannot update these configs dynamically: Set({', '.join(static)})")
         for name, value in props.items():
-            spec = cat.BROKER_CONFIGS.get(name)
+            spec = specs[name]
             if spec is not None and not _check_type(name, value, spec.type):
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Invalid value {value} for configuration {name}")
             try:
@@ -236,14 +237,14 @@ class ConfigAdmin:
             if requested != broker_id:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker_id} or "
                                  f"empty string, but received {resource_name}")
-            names = sorted(set(cat.BROKER_CONFIGS) | set(self.config.values)
+            names = sorted(set(cat.BROKER_CONFIGS) | cat.kafka_broker_names() | set(self.config.values)
                            | set(self.dynamic_default) | set(self.dynamic_broker.get(broker_id, {})))
         if keys:
             wanted = set(keys)
             names = [n for n in names if n in wanted]
         out = []
         for name in names:
-            spec = cat.BROKER_CONFIGS.get(name)
+            spec = cat.broker_spec(name)
             synonyms = self._broker_synonyms(name, broker_id)
             if name in ("broker.id", "node.id") and resource_name:  # each broker's own id, from its static config
                 synonyms = [(name, str(broker_id), cat.STATIC_BROKER_CONFIG)]
@@ -256,7 +257,8 @@ class ConfigAdmin:
                 synonyms = [s for s in synonyms if s[2] == cat.DYNAMIC_DEFAULT_BROKER_CONFIG]
             value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (None, cat.DEFAULT_CONFIG)
             out.append(ConfigEntry(name, value, source, not (spec and spec.dynamic), _is_sensitive(name),
-                                   spec.type if spec else cat.UNKNOWN, spec.doc if spec and documentation else None,
+                                   spec.type if spec else cat.UNKNOWN,
+                                   (spec.doc or None) if spec and documentation else None,
                                    synonyms))
         return out
 
