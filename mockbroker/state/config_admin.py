@@ -35,6 +35,9 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 CLIENT_METRICS, GROUP = 16, 32  # mockbroker.state.client_metrics, mockbroker.state.group_configs
 _TOPIC_OF_BROKER = {spec.synonym: name for name, spec in cat.TOPIC_CONFIGS.items() if spec.synonym}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+# broker configs that decide where a topic's segments roll (mockbroker.state.segments)
+_SEGMENT_CONFIGS = frozenset({"log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.cleanup.policy",
+                              "log.cleaner.max.compaction.lag.ms"})
 
 
 @dataclass(slots=True)
@@ -185,6 +188,8 @@ class ConfigAdmin:
 
     def _set_broker_layer(self, node: int | None, props: dict[str, str]) -> None:
         old = self.dynamic_default if node is None else self.dynamic_broker.get(node, {})
+        if any(name in _SEGMENT_CONFIGS for name in set(old) | set(props)):  # rolls so far keep the old configs
+            self.cluster.log_maintenance.cut_segments(self.cluster.topics.values())
         if node is None:
             self.dynamic_default = dict(props)
         elif props:
@@ -295,6 +300,7 @@ class ConfigAdmin:
             topic = self._topic(resource_name)
             self.cluster.check_topic_configs(configs)
             if not validate_only:
+                self.cluster.log_maintenance.cut_segments([topic])
                 topic.config.replace(configs)
         elif resource_type == BROKER:
             node = self._check_broker_node(resource_name, broker_id)
@@ -318,6 +324,7 @@ class ConfigAdmin:
                                  else None)
             self.cluster.check_topic_configs(updated)
             if not validate_only:
+                self.cluster.log_maintenance.cut_segments([topic])
                 topic.config.replace(updated)
         elif resource_type == BROKER:
             node = self._check_broker_node(resource_name, broker_id)

@@ -1,15 +1,20 @@
 """Time-driven log maintenance: retention (``cleanup.policy`` with ``delete``) and compaction
 (with ``compact``; see state/compaction.py), run from ``ClusterState.tick``.
 
-Retention, per partition (the mock has no segments, so it works on whole batches):
-- ``retention.ms`` (>= 0): leading batches whose max timestamp is more than retention.ms old go
-  (batches without timestamps, max timestamp -1, stay);
-- ``retention.bytes`` (>= 0): then the oldest batches go while the partition would still hold at
-  least retention.bytes without them (Kafka's rule for segments);
+Retention, per partition, on whole segments as Kafka's (state/segments.py: a segment rolls at
+``segment.bytes`` or ``segment.ms`` after its first record; with Kafka's defaults a test's records all
+stay in one):
+- ``retention.ms`` (>= 0): leading segments whose newest batch is more than retention.ms old go
+  (segments with batches without timestamps, max timestamp -1, stay);
+- ``retention.bytes`` (>= 0): then the oldest segments go while the partition would still hold at
+  least retention.bytes without them;
 - the log start offset moves to the first batch kept (the high watermark when none is), through
   ``PartitionLog.advance_log_start``; consumers below it get OFFSET_OUT_OF_RANGE and reset.
-The newest batch may go too: Kafka rolls and deletes an active segment that has expired
-(UnifiedLog.deleteSegments).
+The active segment may go too: Kafka rolls and deletes an active segment that has expired
+(UnifiedLog.deleteSegments), so old records alone in a partition go at the first check that finds
+them expired: what keeps a test's fixed old timestamps in Kafka is the first check coming after 5
+minutes (``log.retention.check.interval.ms``), here after 1 s, hence the mock's ``log.retention.ms``
+default of -1 (docs/configuration.md).
 
 Intervals (Kafka's names, mock defaults): retention runs at most every
 ``log.retention.check.interval.ms`` (1000; Kafka 300000); compaction at most every
@@ -27,28 +32,39 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.state.compaction import NEVER, CompactionResult, compact_log
-from mockbroker.state.log import PartitionLog
+from mockbroker.state.log import PartitionLog, StoredBatch
+from mockbroker.state.segments import Segments, roll_settings, segment_ranges
 
 if TYPE_CHECKING:
-    from mockbroker.state.cluster import ClusterState
+    from collections.abc import Iterable
+
+    from mockbroker.state.cluster import ClusterState, Topic
 
 logger = logging.getLogger("mockbroker.retention")
 
 
-def apply_retention(log: PartitionLog, now_ms: int, retention_ms: int, retention_bytes: int) -> int:
-    """Delete what retention.ms / retention.bytes say goes; return how many offsets the start moved."""
+def apply_retention(log: PartitionLog, now_ms: int, retention_ms: int, retention_bytes: int,
+                    segment_starts: list[int] | None = None) -> int:
+    """Delete the leading segments retention.ms / retention.bytes say go (``segment_starts``: the
+    first offsets of the log's segments; None: every batch is a segment); return how many offsets the
+    log start moved."""
     batches = log.batches
-    i = 0
+    ranges = segment_ranges(batches, segment_starts or [])
+    k = 0  # segments going
     if retention_ms >= 0:
-        # a batch without timestamps (-1: magic 0 data) is never old enough (Kafka falls back to the
-        # segment file's modification time)
-        while i < len(batches) and batches[i].max_timestamp >= 0 and now_ms - batches[i].max_timestamp > retention_ms:
-            i += 1
+        # by the segment's newest timestamp; a batch without timestamps (-1: magic 0 data) is never old
+        # enough (Kafka falls back to the segment file's modification time)
+        while k < len(ranges) and _expired(batches[ranges[k][0]:ranges[k][1]], now_ms, retention_ms):
+            k += 1
     if retention_bytes >= 0:
-        size = log.size_bytes - sum(b.size for b in batches[:i])
-        while i < len(batches) and size - batches[i].size >= retention_bytes:
-            size -= batches[i].size
-            i += 1
+        size = log.size_bytes - sum(b.size for b in batches[:ranges[k - 1][1]]) if k else log.size_bytes
+        while k < len(ranges):
+            segment = sum(b.size for b in batches[ranges[k][0]:ranges[k][1]])
+            if size - segment < retention_bytes:
+                break
+            size -= segment
+            k += 1
+    i = ranges[k - 1][1] if k else 0
     if i == 0:
         return 0
     new_start = batches[i].base_offset if i < len(batches) else log.next_offset
@@ -56,6 +72,11 @@ def apply_retention(log: PartitionLog, now_ms: int, retention_ms: int, retention
     log.advance_log_start(new_start)
     log.producers.truncate_before(log.log_start_offset)
     return log.log_start_offset - before
+
+
+def _expired(segment: list[StoredBatch], now_ms: int, retention_ms: int) -> bool:
+    newest = max(b.max_timestamp for b in segment)
+    return all(b.max_timestamp >= 0 for b in segment) and now_ms - newest > retention_ms
 
 
 class LogMaintenance:
@@ -67,6 +88,21 @@ class LogMaintenance:
         # per log: (its state at the last pass, when to look again, where cleaning ended, when its
         # first kept tombstone may go): compaction.compact_log's memory between passes
         self._cleaned: weakref.WeakKeyDictionary[PartitionLog, tuple[Any, int, int, int]] = weakref.WeakKeyDictionary()
+        self._segments: weakref.WeakKeyDictionary[PartitionLog, Segments] = weakref.WeakKeyDictionary()
+
+    def cut_segments(self, topics: Iterable[Topic]) -> None:
+        """Decide the rolls of the batches appended so far with the segment configs in force now:
+        called before those configs change (AlterConfigs), as Kafka decided each roll at its append."""
+        for topic in topics:
+            for log in topic.partitions:
+                self.segment_starts(log, topic.config)
+
+    def segment_starts(self, log: PartitionLog, cfg: Any) -> list[int]:
+        """The first offsets of ``log``'s segments, brought up to date (state/segments.py)."""
+        segments = self._segments.get(log)
+        if segments is None:
+            segments = self._segments[log] = Segments()
+        return segments.update(log, *roll_settings(cfg))
 
     def tick(self) -> None:
         now = self.cluster.clock.now_ms()
@@ -89,7 +125,7 @@ class LogMaintenance:
             if retention_ms < 0 and retention_bytes < 0:
                 continue
             for log in topic.partitions:
-                gone = apply_retention(log, now, retention_ms, retention_bytes)
+                gone = apply_retention(log, now, retention_ms, retention_bytes, self.segment_starts(log, cfg))
                 if gone:
                     moved += gone
                     logger.info("retention: %s-%s log start moved to %s (%s offsets deleted)", topic.name,
@@ -119,7 +155,7 @@ class LogMaintenance:
                     result = compact_log(log, now, int(cfg["delete.retention.ms"]), int(cfg["min.compaction.lag.ms"]),
                                          -1.0 if force else float(cfg["min.cleanable.dirty.ratio"]),
                                          int(cfg["max.compaction.lag.ms"]),
-                                         first_dirty, tombstones_due)
+                                         first_dirty, tombstones_due, self.segment_starts(log, cfg))
                 except Exception:  # one unreadable partition must not stop the cluster's tick
                     logger.exception("compaction of %s-%s failed; it is left as it was", topic.name, log.index)
                     result = CompactionResult()

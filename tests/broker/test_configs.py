@@ -284,7 +284,8 @@ def test_list_offsets_by_time_looks_past_compacted_batches(single: MockCluster) 
     """After compaction removed the record a timestamp search lands on, ListOffsets finds the next one."""
     from mockbroker import batches
 
-    topic = single.create_topic("lo", 1, config={"cleanup.policy": "compact"})
+    # each batch a segment of its own: all but the newest may be cleaned
+    topic = single.create_topic("lo", 1, config={"cleanup.policy": "compact", "segment.bytes": "14"})
     log = topic.partitions[0]
     now = single.state.clock.now_ms()
 
