@@ -179,8 +179,8 @@ class MemoryCap:
         if retention_bytes < 0 or log.size_bytes <= retention_bytes + max(retention_bytes, PARTITION_SLACK):
             return
         before, counted = log.size_bytes, stored_bytes(log)
-        starts = self.cluster.log_maintenance.segment_starts(log, topic.config)
-        gone = apply_retention(log, self.cluster.clock.now_ms(), -1, retention_bytes, starts)
+        segments = self.cluster.log_maintenance.segments(log, topic.config)
+        gone = apply_retention(log, self.cluster.clock.now_ms(), -1, retention_bytes, segments)
         if gone:
             self.total -= counted - stored_bytes(log)
             logger.info("retention.bytes: %s-%s held %s bytes (retention.bytes %s); log start moved to %s at "

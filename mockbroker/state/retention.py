@@ -32,8 +32,8 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.state.compaction import NEVER, CompactionResult, compact_log
-from mockbroker.state.log import PartitionLog, StoredBatch
-from mockbroker.state.segments import Segments, roll_settings, segment_ranges
+from mockbroker.state.log import PartitionLog
+from mockbroker.state.segments import Segments, iter_segments, roll_settings
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -44,27 +44,30 @@ logger = logging.getLogger("mockbroker.retention")
 
 
 def apply_retention(log: PartitionLog, now_ms: int, retention_ms: int, retention_bytes: int,
-                    segment_starts: list[int] | None = None) -> int:
-    """Delete the leading segments retention.ms / retention.bytes say go (``segment_starts``: the
-    first offsets of the log's segments; None: every batch is a segment); return how many offsets the
-    log start moved."""
+                    segments: Segments | None = None) -> int:
+    """Delete the leading segments retention.ms / retention.bytes say go (``segments``: the log's,
+    brought up to date; None: every batch is a segment); return how many offsets the log start moved."""
     batches = log.batches
-    ranges = segment_ranges(batches, segment_starts or [])
-    k = 0  # segments going
-    if retention_ms >= 0:
+    starts = segments.starts if segments is not None else []
+    size = log.size_bytes  # what stays if this segment and those after it stay
+    i = 0  # batches going
+    by_time = retention_ms >= 0  # Kafka's order: the expired segments first, then those over the size
+    for first, stop in iter_segments(batches, starts):
+        if segments is not None and stop == len(batches) and starts and batches[first].base_offset >= starts[-1]:
+            # the active segment: its figures were kept as its batches came (no walk over a long log)
+            newest, timed, segment_size = segments.active_max_ts, segments.active_min_ts >= 0, size
+        else:
+            part = batches[first:stop]
+            newest = max(b.max_timestamp for b in part)
+            timed = all(b.max_timestamp >= 0 for b in part)
+            segment_size = sum(b.size for b in part)
         # by the segment's newest timestamp; a batch without timestamps (-1: magic 0 data) is never old
         # enough (Kafka falls back to the segment file's modification time)
-        while k < len(ranges) and _expired(batches[ranges[k][0]:ranges[k][1]], now_ms, retention_ms):
-            k += 1
-    if retention_bytes >= 0:
-        size = log.size_bytes - sum(b.size for b in batches[:ranges[k - 1][1]]) if k else log.size_bytes
-        while k < len(ranges):
-            segment = sum(b.size for b in batches[ranges[k][0]:ranges[k][1]])
-            if size - segment < retention_bytes:
-                break
-            size -= segment
-            k += 1
-    i = ranges[k - 1][1] if k else 0
+        by_time = by_time and timed and now_ms - newest > retention_ms
+        if not by_time and not (retention_bytes >= 0 and size - segment_size >= retention_bytes):
+            break
+        size -= segment_size
+        i = stop
     if i == 0:
         return 0
     new_start = batches[i].base_offset if i < len(batches) else log.next_offset
@@ -72,11 +75,6 @@ def apply_retention(log: PartitionLog, now_ms: int, retention_ms: int, retention
     log.advance_log_start(new_start)
     log.producers.truncate_before(log.log_start_offset)
     return log.log_start_offset - before
-
-
-def _expired(segment: list[StoredBatch], now_ms: int, retention_ms: int) -> bool:
-    newest = max(b.max_timestamp for b in segment)
-    return all(b.max_timestamp >= 0 for b in segment) and now_ms - newest > retention_ms
 
 
 class LogMaintenance:
@@ -95,14 +93,15 @@ class LogMaintenance:
         called before those configs change (AlterConfigs), as Kafka decided each roll at its append."""
         for topic in topics:
             for log in topic.partitions:
-                self.segment_starts(log, topic.config)
+                self.segments(log, topic.config)
 
-    def segment_starts(self, log: PartitionLog, cfg: Any) -> list[int]:
-        """The first offsets of ``log``'s segments, brought up to date (state/segments.py)."""
+    def segments(self, log: PartitionLog, cfg: Any) -> Segments:
+        """``log``'s segments, brought up to date with its topic's config ``cfg`` (state/segments.py)."""
         segments = self._segments.get(log)
         if segments is None:
             segments = self._segments[log] = Segments()
-        return segments.update(log, *roll_settings(cfg))
+        segments.update(log, *roll_settings(cfg))
+        return segments
 
     def tick(self) -> None:
         now = self.cluster.clock.now_ms()
@@ -125,7 +124,7 @@ class LogMaintenance:
             if retention_ms < 0 and retention_bytes < 0:
                 continue
             for log in topic.partitions:
-                gone = apply_retention(log, now, retention_ms, retention_bytes, self.segment_starts(log, cfg))
+                gone = apply_retention(log, now, retention_ms, retention_bytes, self.segments(log, cfg))
                 if gone:
                     moved += gone
                     logger.info("retention: %s-%s log start moved to %s (%s offsets deleted)", topic.name,
@@ -155,7 +154,7 @@ class LogMaintenance:
                     result = compact_log(log, now, int(cfg["delete.retention.ms"]), int(cfg["min.compaction.lag.ms"]),
                                          -1.0 if force else float(cfg["min.cleanable.dirty.ratio"]),
                                          int(cfg["max.compaction.lag.ms"]),
-                                         first_dirty, tombstones_due, self.segment_starts(log, cfg))
+                                         first_dirty, tombstones_due, self.segments(log, cfg).starts)
                 except Exception:  # one unreadable partition must not stop the cluster's tick
                     logger.exception("compaction of %s-%s failed; it is left as it was", topic.name, log.index)
                     result = CompactionResult()

@@ -23,6 +23,8 @@ Segments never change once cut: compaction shrinks batches but the segments keep
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Iterator
 from typing import Any
 
 from mockbroker.plain import Slotted
@@ -36,18 +38,19 @@ class Segments(Slotted):
     """One partition's segments: their first offsets, and the active segment's size and first timestamp
     (for deciding whether the next batch rolls it)."""
 
-    __slots__ = ("active_first_ts", "active_size", "seen_end", "starts")
+    __slots__ = ("active_first_ts", "active_max_ts", "active_min_ts", "active_size", "seen_end", "starts")
 
     def __init__(self) -> None:
         self.starts: list[int] = []  # the base offset of each segment's first batch, oldest first
         self.active_size = 0
-        self.active_first_ts = -1
+        self.active_first_ts = -1  # the max timestamp of the active segment's first batch (Kafka's rolling base)
+        self.active_max_ts = self.active_min_ts = -1  # of its batches' max timestamps (retention)
         self.seen_end = 0  # the log's next offset when the segments were last brought up to date
 
     def reset(self) -> None:
         self.starts = []
         self.active_size = 0
-        self.active_first_ts = -1
+        self.active_first_ts = self.active_max_ts = self.active_min_ts = -1
         self.seen_end = 0
 
     def update(self, log: PartitionLog, segment_bytes: int, roll_ms: int) -> list[int]:
@@ -65,7 +68,9 @@ class Segments(Slotted):
             if not self.starts:
                 self.starts.append(b.base_offset)
             if self.active_size == 0:
-                self.active_first_ts = b.max_timestamp
+                self.active_first_ts = self.active_max_ts = self.active_min_ts = b.max_timestamp
+            self.active_max_ts = max(self.active_max_ts, b.max_timestamp)
+            self.active_min_ts = min(self.active_min_ts, b.max_timestamp)
             self.active_size += b.size
         self.seen_end = log.next_offset
         first = log.batches[0].base_offset if log.batches else log.next_offset
@@ -99,22 +104,27 @@ def roll_settings(cfg: Any) -> tuple[int, int]:
     return segment_bytes, roll_ms
 
 
-def segment_ranges(batches: list[StoredBatch], starts: list[int]) -> list[tuple[int, int]]:
-    """(first index, end index) in ``batches`` of each segment that still holds batches, oldest first;
-    with no ``starts`` every batch is a segment of its own."""
+def iter_segments(batches: list[StoredBatch], starts: list[int]) -> Iterator[tuple[int, int]]:
+    """(first index, end index) in ``batches`` of each segment that still holds batches, oldest first,
+    found as they are asked for; with no ``starts`` every batch is a segment of its own.  The last is
+    the active segment when ``starts`` are up to date."""
+    n = len(batches)
     if not starts:
-        return [(i, i + 1) for i in range(len(batches))]
-    out: list[tuple[int, int]] = []
-    k = 0  # the segment of batches[i]: the last start at or below its base offset
-    begin = 0
-    for i, b in enumerate(batches):
-        nxt = k
-        while nxt + 1 < len(starts) and starts[nxt + 1] <= b.base_offset:
-            nxt += 1
-        if nxt != k and i > begin:
-            out.append((begin, i))
-            begin = i
-        k = nxt
-    if begin < len(batches):
-        out.append((begin, len(batches)))
-    return out
+        yield from ((i, i + 1) for i in range(n))
+        return
+    i = 0
+    while i < n:
+        j = bisect_right(starts, batches[i].base_offset)  # the next segment's start
+        if j >= len(starts):
+            yield i, n
+            return
+        k = i + 1
+        while k < n and batches[k].base_offset < starts[j]:
+            k += 1
+        yield i, k
+        i = k
+
+
+def segment_ranges(batches: list[StoredBatch], starts: list[int]) -> list[tuple[int, int]]:
+    """Every segment's (first index, end index) in ``batches`` (iter_segments)."""
+    return list(iter_segments(batches, starts))

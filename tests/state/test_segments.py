@@ -87,3 +87,21 @@ def test_segments_below_the_log_start_are_forgotten_and_an_emptied_log_starts_af
     assert segments.update(log, 2**31, 100) == []
     put(log, 5000)
     assert segments.update(log, 2**31, 100) == [3]
+
+
+def test_retention_deletes_whole_segments_oldest_first() -> None:
+    from mockbroker.state.retention import apply_retention
+
+    log = topic().partitions[0]
+    segments = Segments()
+    for ts in (0, 10, 500, 510, 1000):  # segments [0, 1], [2, 3], [4] at a 100 ms roll time
+        put(log, ts, b"x" * 100)
+    segments.update(log, 2**31, 100)
+    size = log.batches[0].size
+    # retention.ms by each segment's newest record: at 560, [0, 1] (newest 10) expired, [2, 3] (510) not
+    assert apply_retention(log, 560, 100, -1, segments) == 2 and log.log_start_offset == 2
+    # retention.bytes: a segment goes while what stays is still at least the limit
+    assert apply_retention(log, 560, -1, 2 * size, segments) == 0  # without [2, 3] only one batch would stay
+    assert apply_retention(log, 560, -1, size, segments) == 2 and log.log_start_offset == 4
+    assert apply_retention(log, 560, -1, 0, segments) == 1  # the active segment too, down to nothing
+    assert log.batches == [] and log.log_start_offset == 5
