@@ -141,6 +141,7 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     # -- QuorumConfig: raft/src/main/java/org/apache/kafka/raft/QuorumConfig.java
     'controller.quorum.append.linger.ms': (N, '25', 'r'),
     'controller.quorum.bootstrap.servers': (T, '', 'r'),
+    'controller.quorum.auto.join.enable': (B, 'false', 'r'),  # Kafka 4.1 (KIP-853)
     'controller.quorum.election.backoff.max.ms': (N, '1000', 'r'),
     'controller.quorum.election.timeout.ms': (N, '1000', 'r'),
     'controller.quorum.fetch.timeout.ms': (N, '2000', 'r'),
