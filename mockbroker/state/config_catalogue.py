@@ -246,10 +246,9 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "log.retention.hours": _b(INT, "168", "Retention in hours (log.retention.ms wins)."),
     "log.roll.hours": _b(INT, "168", "Time after which a segment is rolled, in hours."),
     "log.dirs": _b(LIST, None, "Log directories."),
-    # Kafka lets AlterConfigs change these two per broker; the mock binds its listeners at start only
+    # Kafka lets AlterConfigs change listeners per broker; the mock binds its listeners at start only
     "listeners": _b(LIST, "PLAINTEXT://:9092", "Listeners (per broker; mock: read-only)."),
-    "advertised.listeners": _b(LIST, None, "Listeners published to clients in Metadata (null: listeners; "
-                               "mock: read-only)."),
+    "advertised.listeners": _b(LIST, None, "Listeners published to clients in Metadata (null: listeners)."),
     "broker.rack": _b(STRING, None, "The broker's rack (per broker: MockCluster(racks=...), --racks)."),
     "replica.selector.class": _b(STRING, None, "Chooses the replica a consumer reads from (null: the leader; "
                                  "org.apache.kafka.common.replica.RackAwareReplicaSelector: its rack's)."),

@@ -4,9 +4,12 @@ Facts read from Kafka's own config definitions (the ConfigDef classes that Abstr
 merges in Kafka 4.3, plus the SSL/SASL client configs BrokerSecurityConfigs adds and the three broker quotas
 DynamicConfig.Broker adds), written in our own form.  The names, types and defaults were taken from
 apache/kafka trunk at 1eb7644349cb (October 2024, 4.0.0-SNAPSHOT) and brought to 4.3 by hand where a group
-notes a later commit: ZooKeeper, the password encoder, message format v0/v1 and
-``eligible.leader.replicas.enable`` went in 4.0 and are not listed; internal configs (``defineInternal``)
-are not documented and not listed.  Update mode as Kafka's docs give it (DynamicBrokerConfig): ``r``
+notes a later commit.  What Kafka 4 removed is not listed: ZooKeeper's configs, the password encoder,
+``control.plane.listener.name``, ``controlled.shutdown.max.retries`` / ``.retry.backoff.ms``,
+``reserved.broker.max.id``, ``broker.id.generation.enable``, ``inter.broker.protocol.version`` and
+``leader.imbalance.per.broker.percentage`` (Kafka's docs/documentation/zk2kraft.html, 4.3), message format
+v0/v1 and ``eligible.leader.replicas.enable``; ``advertised.listeners`` is read-only in KRaft mode.  Internal
+configs (``defineInternal``) are not documented and not listed.  Update mode as Kafka's docs give it (DynamicBrokerConfig): ``r``
 read-only, ``b`` per-broker, ``c`` cluster-wide (settable per broker too).
 
 Where the mock acts on a config, or documents it, ``config_catalogue.BROKER_CONFIGS`` says more (and wins);
@@ -25,15 +28,12 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'authorizer.class.name': (S, '', 'r'),
     'background.threads': (N, '10', 'c'),
     'broker.id': (N, '-1', 'r'),
-    'broker.id.generation.enable': (B, 'true', 'r'),
     'broker.rack': (S, None, 'r'),
     'compression.gzip.level': (N, '-1', 'c'),
     'compression.lz4.level': (N, '9', 'c'),
     'compression.type': (S, 'producer', 'c'),
     'compression.zstd.level': (N, '3', 'c'),
     'controlled.shutdown.enable': (B, 'true', 'r'),
-    'controlled.shutdown.max.retries': (N, '3', 'r'),
-    'controlled.shutdown.retry.backoff.ms': (L, '5000', 'r'),
     'delete.topic.enable': (B, 'true', 'r'),
     'early.start.listeners': (S, None, 'r'),
     'fetch.max.bytes': (N, '57671680', 'r'),
@@ -43,7 +43,6 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'num.io.threads': (N, '8', 'c'),
     'num.replica.alter.log.dirs.threads': (N, None, 'r'),
     'request.timeout.ms': (N, '30000', 'r'),
-    'reserved.broker.max.id': (N, '1000', 'r'),
     'socket.connection.setup.timeout.max.ms': (L, '30000', 'r'),
     'socket.connection.setup.timeout.ms': (L, '10000', 'r'),
     # -- LogConfig: storage/.../log/LogConfig.java SERVER_CONFIG_DEF (names in server-common ServerLogConfigs.java)
@@ -86,9 +85,7 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'delete.records.purgatory.purge.interval.requests': (N, '1', 'r'),
     'fetch.purgatory.purge.interval.requests': (N, '1000', 'r'),
     'inter.broker.listener.name': (S, None, 'r'),
-    'inter.broker.protocol.version': (S, None, 'r'),
     'leader.imbalance.check.interval.seconds': (L, '300', 'r'),
-    'leader.imbalance.per.broker.percentage': (N, '10', 'r'),
     'num.replica.fetchers': (N, '1', 'c'),
     'producer.purgatory.purge.interval.requests': (N, '1000', 'r'),
     'replica.fetch.backoff.ms': (N, '1000', 'r'),
@@ -104,7 +101,7 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'security.inter.broker.protocol': (S, 'PLAINTEXT', 'r'),
     'unclean.leader.election.enable': (B, 'false', 'c'),
     # -- SocketServerConfigs: server/src/main/java/org/apache/kafka/network/SocketServerConfigs.java
-    'advertised.listeners': (T, None, 'b'),
+    'advertised.listeners': (T, None, 'r'),  # dynamic in ZooKeeper mode only
     'connection.failed.authentication.delay.ms': (N, '100', 'r'),
     'connections.max.idle.ms': (L, '600000', 'r'),
     'listener.security.protocol.map': (S, 'SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,'

@@ -28,8 +28,8 @@ from tests.state.test_kafka_broker_configs import sample_value
 pytestmark = pytest.mark.clients
 
 SHARE_STATE = {"share.coordinator.state.topic.replication.factor": "1", "share.coordinator.state.topic.min.isr": "1"}
-# read-only in the mock though Kafka lets AlterConfigs change them per broker: listeners bind at start
-MOCK_READ_ONLY = {"listeners", "advertised.listeners"}
+# read-only in the mock though Kafka lets AlterConfigs change it per broker: listeners bind at start
+MOCK_READ_ONLY = {"listeners"}
 
 
 @pytest.fixture(scope="module")

@@ -67,6 +67,7 @@ def test_a_documented_name_with_a_value_of_the_wrong_type_is_refused(name: str, 
     ("share.coordinator.state.topic.replication.factr", "share.coordinator.state.topic.replication.factor"),
     ("share.coordinator.state.topic.min.isrs", "share.coordinator.state.topic.min.isr"),
     ("zookeeper.connect", None),  # Kafka 4 has no ZooKeeper
+    ("inter.broker.protocol.version", None),  # removed with it (docs/documentation/zk2kraft.html)
 ])
 def test_a_name_kafka_does_not_know_is_still_refused_with_one_line(name: str, nearest: str | None) -> None:
     with pytest.raises(KafkaError) as info:
@@ -88,7 +89,7 @@ def test_the_mocks_own_entries_agree_with_kafkas_facts() -> None:
         type_, default, mode = KAFKA_BROKER_CONFIGS[name]
         if (spec.type, spec.default, spec.dynamic) != (type_, default, mode != "r"):
             differ[name] = ((spec.type, spec.default, spec.dynamic), (type_, default, mode))
-    assert set(differ) == {"listeners", "advertised.listeners", "node.id"}, differ
+    assert set(differ) == {"listeners", "node.id"}, differ
 
 
 def test_every_entry_is_well_formed() -> None:
