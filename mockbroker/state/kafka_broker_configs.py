@@ -8,9 +8,9 @@ notes a later commit.  What Kafka 4 removed is not listed: ZooKeeper's configs, 
 ``control.plane.listener.name``, ``controlled.shutdown.max.retries`` / ``.retry.backoff.ms``,
 ``reserved.broker.max.id``, ``broker.id.generation.enable``, ``inter.broker.protocol.version`` and
 ``leader.imbalance.per.broker.percentage`` (Kafka's docs/documentation/zk2kraft.html, 4.3), message format
-v0/v1 and ``eligible.leader.replicas.enable``; ``advertised.listeners`` is read-only in KRaft mode.  Internal
-configs (``defineInternal``) are not documented and not listed.  Update mode as Kafka's docs give it (DynamicBrokerConfig): ``r``
-read-only, ``b`` per-broker, ``c`` cluster-wide (settable per broker too).
+v0/v1 and ``eligible.leader.replicas.enable``; ``advertised.listeners`` is read-only in KRaft mode.
+Internal configs (``defineInternal``) are not documented and not listed.  Update mode as Kafka's docs give
+it (DynamicBrokerConfig): ``r`` read-only, ``b`` per-broker, ``c`` cluster-wide (settable per broker too).
 
 Where the mock acts on a config, or documents it, ``config_catalogue.BROKER_CONFIGS`` says more (and wins);
 ``listener.name.<listener>.<config>`` and ``listener.name.<listener>.<mechanism>.<config>`` forms are
