@@ -9,8 +9,10 @@ notes a later commit.  What Kafka 4 removed is not listed: ZooKeeper's configs, 
 ``reserved.broker.max.id``, ``broker.id.generation.enable``, ``inter.broker.protocol.version`` and
 ``leader.imbalance.per.broker.percentage`` (Kafka's docs/documentation/zk2kraft.html, 4.3), message format
 v0/v1 and ``eligible.leader.replicas.enable``; ``advertised.listeners`` is read-only in KRaft mode.
-Internal configs (``defineInternal``) are not documented and not listed.  Update mode as Kafka's docs give
-it (DynamicBrokerConfig): ``r`` read-only, ``b`` per-broker, ``c`` cluster-wide (settable per broker too).
+Internal configs (``defineInternal``) are not documented and not listed.  4.1-4.3 additions named in
+Kafka's docs/getting-started/upgrade.md are marked where they stand.  Update mode as Kafka 4.3's
+server/.../config/DynamicBrokerConfig.java gives it: ``r`` read-only, ``b`` per-broker, ``c`` cluster-wide
+(settable per broker too).
 
 Where the mock acts on a config, or documents it, ``config_catalogue.BROKER_CONFIGS`` says more (and wins);
 ``listener.name.<listener>.<config>`` and ``listener.name.<listener>.<mechanism>.<config>`` forms are
@@ -26,6 +28,7 @@ B, S, N, H, L, D, T, C, P = 1, 2, 3, 4, 5, 6, 7, 8, 9  # N: INT
 KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     # -- ServerConfigs: server/src/main/java/org/apache/kafka/server/config/ServerConfigs.java
     'authorizer.class.name': (S, '', 'r'),
+    'config.providers': (T, '', 'c'),  # AbstractConfig's, dynamic in DynamicBrokerConfig
     'background.threads': (N, '10', 'c'),
     'broker.id': (N, '-1', 'r'),
     'broker.rack': (S, None, 'r'),
@@ -80,6 +83,7 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'num.recovery.threads.per.data.dir': (N, '2', 'c'),
     # -- ReplicationConfigs: server/src/main/java/org/apache/kafka/server/config/ReplicationConfigs.java
     'auto.leader.rebalance.enable': (B, 'true', 'r'),
+    'follower.fetch.last.tiered.offset.enable': (B, 'false', 'c'),  # Kafka 4.0 (KIP-1023)
     'controller.socket.timeout.ms': (N, '30000', 'r'),
     'default.replication.factor': (N, '1', 'r'),
     'delete.records.purgatory.purge.interval.requests': (N, '1', 'r'),
@@ -249,7 +253,7 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'log.cleaner.enable': (B, 'true', 'r'),
     'log.cleaner.io.buffer.load.factor': (D, '0.9', 'c'),
     'log.cleaner.io.buffer.size': (N, '524288', 'c'),
-    'log.cleaner.io.max.bytes.per.second': (D, '1.7976931348623157e+308', 'c'),
+    'log.cleaner.io.max.bytes.per.second': (D, '1.7976931348623157E308', 'c'),
     'log.cleaner.max.compaction.lag.ms': (L, '9223372036854775807', 'c'),
     'log.cleaner.min.cleanable.ratio': (D, '0.5', 'c'),
     'log.cleaner.min.compaction.lag.ms': (L, '0', 'c'),
@@ -260,16 +264,17 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'remote.fetch.max.wait.ms': (N, '500', 'c'),
     'remote.list.offsets.request.timeout.ms': (L, '30000', 'c'),
     'remote.log.index.file.cache.total.size.bytes': (L, '1073741824', 'c'),
-    'remote.log.manager.copier.thread.pool.size': (N, '-1', 'r'),
+    'remote.log.manager.copier.thread.pool.size': (N, '10', 'c'),
     'remote.log.manager.copy.max.bytes.per.second': (L, '9223372036854775807', 'c'),
     'remote.log.manager.copy.quota.window.num': (N, '11', 'r'),
     'remote.log.manager.copy.quota.window.size.seconds': (N, '1', 'r'),
-    'remote.log.manager.expiration.thread.pool.size': (N, '-1', 'r'),
+    'remote.log.manager.expiration.thread.pool.size': (N, '10', 'c'),
     'remote.log.manager.fetch.max.bytes.per.second': (L, '9223372036854775807', 'c'),
     'remote.log.manager.fetch.quota.window.num': (N, '11', 'r'),
     'remote.log.manager.fetch.quota.window.size.seconds': (N, '1', 'r'),
+    'remote.log.manager.follower.thread.pool.size': (N, '2', 'c'),  # Kafka 4.2
     'remote.log.manager.task.interval.ms': (L, '30000', 'r'),
-    'remote.log.manager.thread.pool.size': (N, '10', 'r'),
+    'remote.log.manager.thread.pool.size': (N, '2', 'r'),  # deprecated in 4.2
     'remote.log.metadata.custom.metadata.max.bytes': (N, '128', 'r'),
     'remote.log.metadata.manager.class.name': (S, 'org.apache.kafka.server.log.remote.metadata.storage.'
                                                'TopicBasedRemoteLogMetadataManager', 'r'),
@@ -277,7 +282,7 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'remote.log.metadata.manager.impl.prefix': (S, 'rlmm.config.', 'r'),
     'remote.log.metadata.manager.listener.name': (S, None, 'r'),
     'remote.log.reader.max.pending.tasks': (N, '100', 'r'),
-    'remote.log.reader.threads': (N, '10', 'r'),
+    'remote.log.reader.threads': (N, '10', 'c'),
     'remote.log.storage.manager.class.name': (S, None, 'r'),
     'remote.log.storage.manager.class.path': (S, None, 'r'),
     'remote.log.storage.manager.impl.prefix': (S, 'rsm.config.', 'r'),
@@ -296,11 +301,11 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'client.quota.callback.class': (C, None, 'r'),
     'controller.quota.window.num': (N, '11', 'r'),
     'controller.quota.window.size.seconds': (N, '1', 'r'),
-    'follower.replication.throttled.rate': (L, '9223372036854775807', 'b'),
-    'leader.replication.throttled.rate': (L, '9223372036854775807', 'b'),
+    'follower.replication.throttled.rate': (L, '9223372036854775807', 'c'),
+    'leader.replication.throttled.rate': (L, '9223372036854775807', 'c'),
     'quota.window.num': (N, '11', 'r'),
     'quota.window.size.seconds': (N, '1', 'r'),
-    'replica.alter.log.dirs.io.max.bytes.per.second': (L, '9223372036854775807', 'b'),
+    'replica.alter.log.dirs.io.max.bytes.per.second': (L, '9223372036854775807', 'c'),
     'replication.quota.window.num': (N, '11', 'r'),
     'replication.quota.window.size.seconds': (N, '1', 'r'),
     # -- BrokerSecurityConfigs: clients/.../config/internals/BrokerSecurityConfigs.java, with the SslConfigs and
