@@ -290,7 +290,7 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     # -- MetricConfigs: server/src/main/java/org/apache/kafka/server/metrics/MetricConfigs.java
     'kafka.metrics.polling.interval.secs': (N, '10', 'r'),
     'kafka.metrics.reporters': (T, '', 'r'),
-    'metric.reporters': (T, 'JmxReporter', 'c'),
+    'metric.reporters': (T, 'org.apache.kafka.common.metrics.JmxReporter', 'c'),
     'metrics.num.samples': (N, '2', 'r'),
     'metrics.recording.level': (S, 'INFO', 'r'),
     'metrics.sample.window.ms': (L, '30000', 'r'),
@@ -311,7 +311,7 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     # -- BrokerSecurityConfigs: clients/.../config/internals/BrokerSecurityConfigs.java, with the SslConfigs and
     #    SaslConfigs client configs it adds
     'connections.max.reauth.ms': (L, '0', 'r'),
-    'principal.builder.class': (C, 'DefaultKafkaPrincipalBuilder', 'b'),
+    'principal.builder.class': (C, 'org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder', 'b'),
     'sasl.client.callback.handler.class': (C, None, 'r'),
     'sasl.enabled.mechanisms': (T, 'GSSAPI', 'b'),
     'sasl.jaas.config': (P, None, 'b'),
@@ -331,12 +331,10 @@ KAFKA_BROKER_CONFIGS: dict[str, tuple[int, str | None, str]] = {
     'sasl.login.refresh.window.jitter': (D, '0.05', 'b'),
     'sasl.login.retry.backoff.max.ms': (L, '10000', 'r'),
     'sasl.login.retry.backoff.ms': (L, '100', 'r'),
-    'sasl.mechanism': (S, 'GSSAPI', 'r'),
     'sasl.mechanism.inter.broker.protocol': (S, 'GSSAPI', 'b'),
     'sasl.oauthbearer.clock.skew.seconds': (N, '30', 'r'),
     'sasl.oauthbearer.expected.audience': (T, None, 'r'),
     'sasl.oauthbearer.expected.issuer': (S, None, 'r'),
-    'sasl.oauthbearer.header.urlencode': (B, 'false', 'r'),
     'sasl.oauthbearer.jwks.endpoint.refresh.ms': (L, '3600000', 'r'),
     'sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms': (L, '10000', 'r'),
     'sasl.oauthbearer.jwks.endpoint.retry.backoff.ms': (L, '100', 'r'),
