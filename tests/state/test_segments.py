@@ -12,10 +12,14 @@ from mockbroker.state.log import PartitionLog
 from mockbroker.state.segments import Segments, roll_settings, segment_ranges
 
 
-def topic(broker: dict[str, Any] | None = None, **config: str) -> Any:
+def cluster_with_topic(broker: dict[str, Any] | None = None, /, **config: str) -> tuple[ClusterState, Any]:
     s = ClusterState(broker or {})
     s.add_broker(0, "127.0.0.1", 9092)
-    return s.create_topic("t", 1, configs=config)
+    return s, s.create_topic("t", 1, configs=config)
+
+
+def topic(broker: dict[str, Any] | None = None, /, **config: str) -> Any:
+    return cluster_with_topic(broker, **config)[1]
 
 
 def put(log: PartitionLog, ts: int, value: bytes = b"v") -> None:
@@ -105,3 +109,20 @@ def test_retention_deletes_whole_segments_oldest_first() -> None:
     assert apply_retention(log, 560, -1, size, segments) == 2 and log.log_start_offset == 4
     assert apply_retention(log, 560, -1, 0, segments) == 1  # the active segment too, down to nothing
     assert log.batches == [] and log.log_start_offset == 5
+
+
+def test_a_broker_roll_time_set_at_run_time_rolls_only_later_appends() -> None:
+    """IncrementalAlterConfigs of log.roll.ms: the batches before it keep the roll decided under
+    Kafka's 7 days (one segment), the next append rolls at the new value."""
+    from mockbroker.state.config_admin import BROKER, SET
+
+    cluster, compacted = cluster_with_topic(**{"cleanup.policy": "compact"})
+    log = compacted.partitions[0]
+    for ts in (0, 1000, 2000):
+        put(log, ts)
+    cluster.config_admin.incremental_alter(BROKER, "", [("log.roll.ms", SET, "100")], 0, False)
+    assert cluster.log_maintenance.run_cleaner(force=True).removed_records == 0
+    put(log, 3000)
+    assert cluster.log_maintenance.run_cleaner(force=True).removed_records == 2
+    assert [b.base_offset for b in log.batches] == [2, 3]
+
