@@ -110,6 +110,12 @@ def _apply_ops(current: dict[str, str], ops: Iterable[tuple[str, int, str | None
     return out
 
 
+def _refuse(problem: str, names: list[str]) -> None:
+    """INVALID_REQUEST naming ``names``, as Kafka's ConfigException does (a Java set), when there are any."""
+    if names:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"{problem}: [{', '.join(sorted(names))}]")
+
+
 def check_request_resource(configs: list[tuple[str, int, str | None]]) -> None:
     """Kafka's broker-side checks before anything else: duplicate names, null values."""
     names = [c[0] for c in configs]
@@ -168,12 +174,17 @@ class ConfigAdmin:
                              f"Unexpected broker id, expected {broker_id}, but received {name}")
         return requested
 
-    def _validate_broker(self, props: dict[str, str]) -> None:
+    def _validate_broker(self, props: dict[str, str], cluster_default: bool) -> None:
+        """Kafka's checks of a dynamic broker config change (DynamicBrokerConfig.validateConfigs, in its
+        order), then the values'."""
         specs = {n: cat.broker_spec(n) for n in props}
-        static = sorted(n for n, spec in specs.items() if spec is not None and not spec.dynamic)
-        if static:
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
-                             f"Cannot update these configs dynamically: Set({', '.join(static)})")
+        static = [n for n, spec in specs.items() if spec is not None and not spec.dynamic]
+        _refuse("Cannot update these configs dynamically", static)
+        _refuse("These security configs can be dynamically updated only per-listener using the listener prefix",
+                [n for n in props if n in cat.SSL_PER_LISTENER])
+        if cluster_default:
+            _refuse("Cannot update these configs at default cluster level, broker id must be specified",
+                    [n for n in props if cat.per_broker(n)])
         for name, value in props.items():
             spec = specs[name]
             if spec is not None and not _check_type(name, value, spec.type):
@@ -304,7 +315,7 @@ class ConfigAdmin:
                 topic.config.replace(configs)
         elif resource_type == BROKER:
             node = self._check_broker_node(resource_name, broker_id)
-            self._validate_broker(configs)
+            self._validate_broker(configs, node is None)
             if not validate_only:
                 self._set_broker_layer(node, configs)
         elif resource_type == GROUP:
@@ -330,7 +341,7 @@ class ConfigAdmin:
             node = self._check_broker_node(resource_name, broker_id)
             layer = self.dynamic_default if node is None else self.dynamic_broker.get(node, {})
             updated = _apply_ops(layer, ops, _broker_default)
-            self._validate_broker(updated)
+            self._validate_broker(updated, node is None)
             if not validate_only:
                 self._set_broker_layer(node, updated)
         elif resource_type == BROKER_LOGGER:

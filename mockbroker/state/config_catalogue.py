@@ -348,6 +348,26 @@ def broker_spec(name: str) -> BrokerSpec | None:
     return _KAFKA_SPECS.get(name)
 
 
+# SslConfigs.RECONFIGURABLE_CONFIGS: AlterConfigs changes these only per listener (listener.name.<l>.<name>)
+SSL_PER_LISTENER = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+    "ssl.truststore.certificates"})
+# DynamicBrokerConfig's cluster-level listener configs: a listener.name.<l>. form of these is not per broker
+_CLUSTER_LEVEL_LISTENER = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+
+
+def per_broker(name: str) -> bool:
+    """Whether Kafka lets AlterConfigs change ``name`` only per broker id, not as the cluster-wide default
+    (DynamicBrokerConfig's per-broker configs, and every listener.name.<l>. form but three)."""
+    if name.startswith("listener.name.") and name.count(".") >= 3:
+        return name.split(".", 3)[3] not in _CLUSTER_LEVEL_LISTENER
+    from mockbroker.state.kafka_broker_configs import KAFKA_BROKER_CONFIGS
+
+    entry = KAFKA_BROKER_CONFIGS.get(name)
+    return entry is not None and entry[2] == "b"
+
+
 def kafka_broker_names() -> frozenset[str]:
     """Every broker config name Kafka 4.x documents (kafka_broker_configs)."""
     from mockbroker.state.kafka_broker_configs import KAFKA_BROKER_CONFIGS

@@ -22,7 +22,9 @@ from confluent_kafka.admin import (
 )
 
 from mockbroker.cluster import MockCluster
+from mockbroker.state.config_catalogue import SSL_PER_LISTENER
 from mockbroker.state.kafka_broker_configs import KAFKA_BROKER_CONFIGS
+from tests.broker.test_configs import BROKER, alter
 from tests.state.test_kafka_broker_configs import sample_value
 
 pytestmark = pytest.mark.clients
@@ -76,8 +78,10 @@ def test_the_share_state_topic_configs_serve_started_with_are_described_as_stati
 
 
 def test_incremental_alter_accepts_every_dynamic_broker_config(admin: AdminClient) -> None:
+    """Per broker id; the keystore and truststore configs per listener, as Kafka takes them."""
     dynamic = {name: sample_value(name) for name, (_t, _d, mode) in KAFKA_BROKER_CONFIGS.items()
-               if mode != "r" and name not in MOCK_READ_ONLY}
+               if mode != "r" and name not in MOCK_READ_ONLY and name not in SSL_PER_LISTENER}
+    dynamic.update({f"listener.name.plaintext.{name}": sample_value(name) for name in SSL_PER_LISTENER})
     assert len(dynamic) > 80
     incremental(admin, dynamic, validate_only=True)
     incremental(admin, {"group.coordinator.cached.buffer.max.bytes": "2097152"})
@@ -90,8 +94,24 @@ def test_incremental_alter_refuses_the_share_state_topic_configs_as_read_only(ad
                                                                               cluster: MockCluster) -> None:
     error = refusal(admin, {"share.coordinator.state.topic.min.isr": "2"})
     assert error.code() == KafkaError.INVALID_REQUEST
-    assert error.str() == "Cannot update these configs dynamically: Set(share.coordinator.state.topic.min.isr)"
+    assert error.str() == "Cannot update these configs dynamically: [share.coordinator.state.topic.min.isr]"
     assert cluster.state.config.get("share.coordinator.state.topic.min.isr") == "1"
+
+
+def test_per_broker_configs_are_refused_as_the_cluster_wide_default(cluster: MockCluster) -> None:
+    """Over the wire (confluent-kafka's ConfigResource takes no empty broker name): AlterConfigs on the
+    cluster-wide default ("") refuses the configs Kafka changes only per broker id."""
+    port = int(cluster.bootstrap_servers.rsplit(":", 1)[1])
+    assert alter(port, 2, [(BROKER, "", {"sasl.enabled.mechanisms": "PLAIN"})]) == [
+        (42, "Cannot update these configs at default cluster level, broker id must be specified: "
+             "[sasl.enabled.mechanisms]")]
+    assert alter(port, 2, [(BROKER, "", {"log.cleaner.io.buffer.load.factor": "0.8"})]) == [(0, None)]
+
+
+def test_keystore_configs_change_only_per_listener(admin: AdminClient) -> None:
+    error = refusal(admin, {"ssl.keystore.location": "/tmp/k.jks"})
+    assert error.str() == ("These security configs can be dynamically updated only per-listener using the "
+                           "listener prefix: [ssl.keystore.location]")
 
 
 def test_incremental_alter_refuses_every_read_only_broker_config(admin: AdminClient) -> None:
@@ -101,7 +121,7 @@ def test_incremental_alter_refuses_every_read_only_broker_config(admin: AdminCli
         if mode != "r":
             continue
         error = refusal(admin, {name: sample_value(name)})
-        if error.code() != KafkaError.INVALID_REQUEST or f"Set({name})" not in error.str():
+        if error.code() != KafkaError.INVALID_REQUEST or f"dynamically: [{name}]" not in error.str():
             accepted.append((name, error.str()))
     assert accepted == []
 
