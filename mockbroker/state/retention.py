@@ -12,9 +12,9 @@ stay in one):
   ``PartitionLog.advance_log_start``; consumers below it get OFFSET_OUT_OF_RANGE and reset.
 The active segment may go too: Kafka rolls and deletes an active segment that has expired
 (UnifiedLog.deleteSegments), so old records alone in a partition go at the first check that finds
-them expired: what keeps a test's fixed old timestamps in Kafka is the first check coming after 5
-minutes (``log.retention.check.interval.ms``), here after 1 s, hence the mock's ``log.retention.ms``
-default of -1 (docs/configuration.md).
+them expired: what keeps a short test's fixed old timestamps in Kafka is its first check coming 30 s
+after start (``log.initial.task.delay.ms``), then every 5 minutes; the mock checks every second, hence
+its ``log.retention.ms`` default of -1 (docs/configuration.md).
 
 Intervals (Kafka's names, mock defaults): retention runs at most every
 ``log.retention.check.interval.ms`` (1000; Kafka 300000); compaction at most every
