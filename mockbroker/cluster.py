@@ -297,7 +297,8 @@ class MockCluster(FaultsMixin, RegistryMixin):
     def run_log_cleaner(self) -> int:
         """Run a compaction pass now over every compacted partition (as the tick does every
         ``log.cleaner.backoff.ms``, but cleaning whatever is cleanable, whatever the partition's
-        ``min.cleanable.dirty.ratio``); returns how many records went."""
+        ``min.cleanable.dirty.ratio``: never the active segment, which rolls at ``segment.bytes`` or
+        ``segment.ms``, mockbroker.state.segments); returns how many records went."""
         return self.call(lambda: self.state.log_maintenance.run_cleaner(force=True).removed_records)
 
     # -- ACLs (see mockbroker.state.acls; enforced while `authorizer.class.name` is set) ---------

@@ -1,9 +1,10 @@
 """Log compaction (``cleanup.policy=compact``): keep the last record per key.
 
-The mock has no segments, so the cleanable part of a partition is every batch below the last
-one (Kafka's active segment), below the last stable offset (open transactions are never
-cleaned) and at least ``min.compaction.lag.ms`` old (by the batch's max timestamp), stopping at
-the first batch that is not. Within it:
+The cleanable part of a partition is every segment below the active one (state/segments.py: the
+active segment rolls at ``segment.bytes`` or ``segment.ms`` after its first record, as in Kafka, so
+with Kafka's defaults a test's records all stay in it and nothing is cleaned), below the last stable
+offset (open transactions are never cleaned) and at least ``min.compaction.lag.ms`` old (by the
+segment's newest batch), stopping at the first segment that is not. Within it:
 
 - a record stays if no later record in the cleanable part has the same key;
 - records of aborted transactions go (as Kafka's cleaner drops them);
@@ -23,9 +24,10 @@ than ``min.cleanable.dirty.ratio`` (broker ``log.cleaner.min.cleanable.ratio``, 
 part's bytes, or when a dirty batch is older than ``max.compaction.lag.ms`` (broker
 ``log.cleaner.max.compaction.lag.ms``, never by default; the mock reads the batch's max timestamp where
 Kafka reads a segment's first one), or, with neither, when a kept tombstone's ``delete.retention.ms``
-has run out (Kafka 3.1+ cleans such a log too).  The newest batch stays uncleaned whatever the lag:
-Kafka rolls an active segment past max.compaction.lag.ms only on the next append.  Called without
-those arguments (tests), every cleanable batch counts as dirty and a pass always cleans.
+has run out (Kafka 3.1+ cleans such a log too).  The active segment stays uncleaned whatever the lag:
+Kafka rolls it past max.compaction.lag.ms (which caps a compacted topic's segment.ms) only on the next
+append.  Called without those arguments (tests), every cleanable batch counts as dirty and a pass
+always cleans.
 
 The log start offset does not move. ``compact_log`` is callable directly (tests); the cluster runs
 it from ``ClusterState.tick`` at most every ``log.cleaner.backoff.ms``, and MockCluster.run_log_cleaner
@@ -40,6 +42,7 @@ from mockbroker import records as rec
 from mockbroker.plain import Slotted
 from mockbroker.records.record import encode_record
 from mockbroker.state.log import PartitionLog, StoredBatch
+from mockbroker.state.segments import segment_ranges
 
 NEVER = 2**63 - 1
 
@@ -84,17 +87,26 @@ def _join(stored: StoredBatch) -> bytes:
     return b"".join(bytes(b) for b in stored.buffers)
 
 
-def _cleanable(log: PartitionLog, now_ms: int, lag_ms: int, result: CompactionResult) -> int:
-    """How many leading batches may be cleaned."""
-    end = min(log.batches[-1].base_offset, log.last_stable_offset) if log.batches else 0
+def _cleanable(log: PartitionLog, now_ms: int, lag_ms: int, result: CompactionResult,
+               segment_starts: list[int] | None) -> int:
+    """How many leading batches may be cleaned: those of the segments below the active one (with no
+    ``segment_starts``, every batch is a segment), below the last stable offset, up to the first
+    segment holding a batch younger than ``min.compaction.lag.ms`` (Kafka: the segment's largest
+    timestamp)."""
+    if not log.batches:
+        return 0
+    ranges = segment_ranges(log.batches, segment_starts or [])
+    end = min(log.batches[ranges[-1][0]].base_offset, log.last_stable_offset)
     count = 0
-    for b in log.batches:
-        if b.last_offset >= end:
+    for first, stop in ranges[:-1]:
+        newest = max(b.max_timestamp for b in log.batches[first:stop])
+        if lag_ms > 0 and now_ms - newest < lag_ms:
+            result.retry_at_ms = min(result.retry_at_ms, newest + lag_ms)
             break
-        if lag_ms > 0 and now_ms - b.max_timestamp < lag_ms:
-            result.retry_at_ms = min(result.retry_at_ms, b.max_timestamp + lag_ms)
-            break
-        count += 1
+        for b in log.batches[first:stop]:
+            if b.last_offset >= end:
+                return count
+            count += 1
     return count
 
 
@@ -142,11 +154,13 @@ def _decode_with_latest(log: PartitionLog, count: int
 
 def compact_log(log: PartitionLog, now_ms: int, delete_retention_ms: int, min_lag_ms: int = 0,
                 min_ratio: float = 0.0, max_lag_ms: int = NEVER, first_dirty: int = 0,
-                tombstones_due_ms: int = NEVER) -> CompactionResult:
+                tombstones_due_ms: int = NEVER, segment_starts: list[int] | None = None) -> CompactionResult:
     """One cleaning pass over ``log`` (see the module docstring): ``first_dirty`` is where the last
-    pass's cleaning ended (its result's ``clean_end``), ``tombstones_due_ms`` its ``tombstones_due_ms``."""
+    pass's cleaning ended (its result's ``clean_end``), ``tombstones_due_ms`` its ``tombstones_due_ms``,
+    ``segment_starts`` the first offsets of the log's segments (segments.Segments; None: every batch is
+    a segment of its own, so all but the newest batch may be cleaned)."""
     result = CompactionResult()
-    count = _cleanable(log, now_ms, min_lag_ms, result)
+    count = _cleanable(log, now_ms, min_lag_ms, result, segment_starts)
     if count == 0 or not _dirty_enough(log, count, now_ms, max(first_dirty, log.log_start_offset), min_ratio,
                                        max_lag_ms, tombstones_due_ms, result):
         result.tombstones_due_ms = tombstones_due_ms

@@ -92,6 +92,12 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     # produced with fixed old timestamps (test fixtures) do not vanish at the first retention check
     "log.retention.ms": (-1, int),
     "log.retention.bytes": (-1, int),
+    # segments (mockbroker.state.segments): Kafka's defaults. Retention and compaction work on whole
+    # segments and never clean the active one, which rolls at log.segment.bytes or log.roll.ms (unset:
+    # log.roll.hours) after its first record, so a test of either sets small segment.bytes / segment.ms
+    "log.segment.bytes": (1073741824, int),
+    "log.roll.ms": (None, int),
+    "log.roll.hours": (168, int),
     "log.cleanup.policy": ("delete", str),
     # -- log, replica and feature admin (DescribeLogDirs, AlterPartitionReassignments) ---------
     # each broker's log directories, a comma list; "{id}" becomes the broker's node id
@@ -108,7 +114,8 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "log.cleaner.min.compaction.lag.ms": (0, int),
     # the cleaner (each log.cleaner.backoff.ms) cleans a log only once its dirty share is above this, or a
     # dirty record waited past the lag below, or a tombstone expired: Kafka's rule and defaults
-    # (mockbroker.state.compaction); MockCluster.run_log_cleaner() cleans whatever the ratio
+    # (mockbroker.state.compaction); MockCluster.run_log_cleaner() cleans whatever the ratio (never the
+    # active segment)
     "log.cleaner.min.cleanable.ratio": (0.5, float),
     "log.cleaner.max.compaction.lag.ms": (INT64_MAX, int),
     # elections (mockbroker.state.elections): an out-of-sync replica may lead a leaderless partition
@@ -146,6 +153,8 @@ TOPIC_TO_BROKER = {
     "compression.type": "compression.type",
     "retention.ms": "log.retention.ms",
     "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
     "cleanup.policy": "log.cleanup.policy",
     "delete.retention.ms": "log.cleaner.delete.retention.ms",
     "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
@@ -184,7 +193,9 @@ def _catalogue() -> Any:
 def broker_names() -> set[str]:
     """Every broker config name MockCluster(config=...) accepts, but the ``listener.name.`` ones."""
     cat = _catalogue()
-    return set(BROKER_DEFAULTS) | set(cat.BROKER_CONFIGS) | set(cat.ACCEPTED_BROKER_NAMES)
+    names: set[str] = set(BROKER_DEFAULTS) | set(cat.BROKER_CONFIGS) | set(cat.ACCEPTED_BROKER_NAMES)
+    names.update(cat.kafka_broker_names())
+    return names
 
 
 def topic_names() -> set[str]:
@@ -224,7 +235,7 @@ def check_broker_name(name: Any) -> None:
     if name in BROKER_DEFAULTS:
         return
     cat = _catalogue()
-    if name not in cat.BROKER_CONFIGS and name not in cat.ACCEPTED_BROKER_NAMES:
+    if name not in cat.ACCEPTED_BROKER_NAMES and cat.broker_spec(name) is None:
         raise KafkaError(ErrorCode.INVALID_CONFIG, unknown_config_message("broker", name))
 
 
@@ -237,6 +248,8 @@ def check_topic_name(name: Any) -> None:
 def _convert(name: str, value: Any, kind: type) -> Any:
     if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         return value
+    if value is None and name in BROKER_DEFAULTS and BROKER_DEFAULTS[name][0] is None:  # unset (log.roll.ms)
+        return None
     text = str(value).strip()
     try:
         if kind is bool:
@@ -269,7 +282,7 @@ def _check(name: str, value: Any) -> None:
         raise KafkaError(ErrorCode.INVALID_CONFIG,
                          f"invalid value {value!r} for {name}: a comma list of {', '.join(items)}")
     cat = _catalogue()
-    spec = cat.BROKER_CONFIGS.get(name) or cat.TOPIC_CONFIGS.get(name)
+    spec = cat.broker_spec(name) or cat.TOPIC_CONFIGS.get(name)
     number = value
     numeric = {cat.INT: int, cat.LONG: int, cat.SHORT: int, cat.DOUBLE: float}
     if isinstance(value, str) and spec is not None and spec.type in numeric:  # a Kafka name the mock stores

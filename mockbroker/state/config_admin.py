@@ -35,6 +35,9 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 CLIENT_METRICS, GROUP = 16, 32  # mockbroker.state.client_metrics, mockbroker.state.group_configs
 _TOPIC_OF_BROKER = {spec.synonym: name for name, spec in cat.TOPIC_CONFIGS.items() if spec.synonym}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+# broker configs that decide where a topic's segments roll (mockbroker.state.segments)
+_SEGMENT_CONFIGS = frozenset({"log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.cleanup.policy",
+                              "log.cleaner.max.compaction.lag.ms"})
 
 
 @dataclass(slots=True)
@@ -58,12 +61,12 @@ class ConfigEntry:
 def _broker_default(name: str) -> str | None:
     if name in BROKER_DEFAULTS:
         return cat.config_text(BROKER_DEFAULTS[name][0])
-    spec = cat.BROKER_CONFIGS.get(name)
+    spec = cat.broker_spec(name)
     return spec.default if spec else None
 
 
 def _is_sensitive(name: str) -> bool:
-    spec = cat.BROKER_CONFIGS.get(name)
+    spec = cat.broker_spec(name)
     return bool(spec and spec.sensitive)
 
 
@@ -94,7 +97,7 @@ def _apply_ops(current: dict[str, str], ops: Iterable[tuple[str, int, str | None
         elif op in (APPEND, SUBTRACT):
             verb = "append" if op == APPEND else "subtract"
             if not is_list(name):
-                if name not in cat.TOPIC_CONFIGS and name not in cat.BROKER_CONFIGS and is_list is cat.is_list:
+                if name not in cat.TOPIC_CONFIGS and cat.broker_spec(name) is None and is_list is cat.is_list:
                     raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")
             base = out.get(name, default_of(name) or "")
@@ -105,6 +108,12 @@ def _apply_ops(current: dict[str, str], ops: Iterable[tuple[str, int, str | None
         else:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
     return out
+
+
+def _refuse(problem: str, names: list[str]) -> None:
+    """INVALID_REQUEST naming ``names``, as Kafka's ConfigException does (a Java set), when there are any."""
+    if names:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"{problem}: [{', '.join(sorted(names))}]")
 
 
 def check_request_resource(configs: list[tuple[str, int, str | None]]) -> None:
@@ -165,13 +174,19 @@ class ConfigAdmin:
                              f"Unexpected broker id, expected {broker_id}, but received {name}")
         return requested
 
-    def _validate_broker(self, props: dict[str, str]) -> None:
-        static = sorted(n for n in props if n in cat.BROKER_CONFIGS and not cat.BROKER_CONFIGS[n].dynamic)
-        if static:
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
-                             f"Cannot update these configs dynamically: Set({', '.join(static)})")
+    def _validate_broker(self, props: dict[str, str], cluster_default: bool) -> None:
+        """Kafka's checks of a dynamic broker config change (DynamicBrokerConfig.validateConfigs, in its
+        order), then the values'."""
+        specs = {n: cat.broker_spec(n) for n in props}
+        static = [n for n, spec in specs.items() if spec is not None and not spec.dynamic]
+        _refuse("Cannot update these configs dynamically", static)
+        _refuse("These security configs can be dynamically updated only per-listener using the listener prefix",
+                [n for n in props if n in cat.SSL_PER_LISTENER])
+        if cluster_default:
+            _refuse("Cannot update these configs at default cluster level, broker id must be specified",
+                    [n for n in props if cat.per_broker(n)])
         for name, value in props.items():
-            spec = cat.BROKER_CONFIGS.get(name)
+            spec = specs[name]
             if spec is not None and not _check_type(name, value, spec.type):
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Invalid value {value} for configuration {name}")
             try:
@@ -184,6 +199,8 @@ class ConfigAdmin:
 
     def _set_broker_layer(self, node: int | None, props: dict[str, str]) -> None:
         old = self.dynamic_default if node is None else self.dynamic_broker.get(node, {})
+        if any(name in _SEGMENT_CONFIGS for name in set(old) | set(props)):  # rolls so far keep the old configs
+            self.cluster.log_maintenance.cut_segments(self.cluster.topics.values())
         if node is None:
             self.dynamic_default = dict(props)
         elif props:
@@ -236,14 +253,14 @@ class ConfigAdmin:
             if requested != broker_id:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker_id} or "
                                  f"empty string, but received {resource_name}")
-            names = sorted(set(cat.BROKER_CONFIGS) | set(self.config.values)
+            names = sorted(set(cat.BROKER_CONFIGS) | cat.kafka_broker_names() | set(self.config.values)
                            | set(self.dynamic_default) | set(self.dynamic_broker.get(broker_id, {})))
         if keys:
             wanted = set(keys)
             names = [n for n in names if n in wanted]
         out = []
         for name in names:
-            spec = cat.BROKER_CONFIGS.get(name)
+            spec = cat.broker_spec(name)
             synonyms = self._broker_synonyms(name, broker_id)
             if name in ("broker.id", "node.id") and resource_name:  # each broker's own id, from its static config
                 synonyms = [(name, str(broker_id), cat.STATIC_BROKER_CONFIG)]
@@ -256,7 +273,8 @@ class ConfigAdmin:
                 synonyms = [s for s in synonyms if s[2] == cat.DYNAMIC_DEFAULT_BROKER_CONFIG]
             value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (None, cat.DEFAULT_CONFIG)
             out.append(ConfigEntry(name, value, source, not (spec and spec.dynamic), _is_sensitive(name),
-                                   spec.type if spec else cat.UNKNOWN, spec.doc if spec and documentation else None,
+                                   spec.type if spec else cat.UNKNOWN,
+                                   (spec.doc or None) if spec and documentation else None,
                                    synonyms))
         return out
 
@@ -293,10 +311,11 @@ class ConfigAdmin:
             topic = self._topic(resource_name)
             self.cluster.check_topic_configs(configs)
             if not validate_only:
+                self.cluster.log_maintenance.cut_segments([topic])
                 topic.config.replace(configs)
         elif resource_type == BROKER:
             node = self._check_broker_node(resource_name, broker_id)
-            self._validate_broker(configs)
+            self._validate_broker(configs, node is None)
             if not validate_only:
                 self._set_broker_layer(node, configs)
         elif resource_type == GROUP:
@@ -316,12 +335,13 @@ class ConfigAdmin:
                                  else None)
             self.cluster.check_topic_configs(updated)
             if not validate_only:
+                self.cluster.log_maintenance.cut_segments([topic])
                 topic.config.replace(updated)
         elif resource_type == BROKER:
             node = self._check_broker_node(resource_name, broker_id)
             layer = self.dynamic_default if node is None else self.dynamic_broker.get(node, {})
             updated = _apply_ops(layer, ops, _broker_default)
-            self._validate_broker(updated)
+            self._validate_broker(updated, node is None)
             if not validate_only:
                 self._set_broker_layer(node, updated)
         elif resource_type == BROKER_LOGGER:

@@ -244,13 +244,13 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "log.retention.check.interval.ms": _b(LONG, "300000", "How often retention runs (mock default: 1000)."),
     "log.retention.minutes": _b(INT, None, "Retention in minutes (log.retention.ms wins)."),
     "log.retention.hours": _b(INT, "168", "Retention in hours (log.retention.ms wins)."),
-    "log.index.size.max.bytes": _b(INT, "10485760", "Offset index size."),
     "log.roll.hours": _b(INT, "168", "Time after which a segment is rolled, in hours."),
     "log.dirs": _b(LIST, None, "Log directories."),
-    "listeners": _b(LIST, "PLAINTEXT://:9092", "Listeners (per broker)."),
+    # Kafka lets AlterConfigs change listeners per broker; the mock binds its listeners at start only
+    "listeners": _b(LIST, "PLAINTEXT://:9092", "Listeners (per broker; mock: read-only)."),
     "advertised.listeners": _b(LIST, None, "Listeners published to clients in Metadata (null: listeners)."),
     "broker.rack": _b(STRING, None, "The broker's rack (per broker: MockCluster(racks=...), --racks)."),
-    "replica.selector.class": _b(CLASS, None, "Chooses the replica a consumer reads from (null: the leader; "
+    "replica.selector.class": _b(STRING, None, "Chooses the replica a consumer reads from (null: the leader; "
                                  "org.apache.kafka.common.replica.RackAwareReplicaSelector: its rack's)."),
     # dynamic: per broker and cluster-wide
     "log.cleanup.policy": _b(LIST, "delete", "Default cleanup policy of topics.", True),
@@ -278,6 +278,7 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "log.retention.bytes": _b(LONG, "-1", "Default retention.bytes.", True),
     "log.retention.ms": _b(LONG, None, "Default retention.ms (Kafka: null, log.retention.hours; mock: -1).", True),
     "log.segment.bytes": _b(INT, "1073741824", "Default segment.bytes.", True),
+    "log.index.size.max.bytes": _b(INT, "10485760", "Default segment.index.bytes.", True),
     "log.roll.jitter.ms": _b(LONG, None, "Default segment.jitter.ms.", True),
     "log.roll.ms": _b(LONG, None, "Default segment.ms.", True),
     "unclean.leader.election.enable": _b(BOOLEAN, "false", "Default unclean.leader.election.enable.", True),
@@ -330,6 +331,50 @@ def config_text(value: object) -> str | None:
     return str(value)
 
 
+_KAFKA_SPECS: dict[str, BrokerSpec] = {}
+
+
+def broker_spec(name: str) -> BrokerSpec | None:
+    """The broker config ``name``: the mock's own entry (BROKER_CONFIGS), else Kafka's
+    (kafka_broker_configs: every broker config Kafka 4.x documents), else None."""
+    spec = BROKER_CONFIGS.get(name)
+    if spec is not None:
+        return spec
+    if not _KAFKA_SPECS:
+        from mockbroker.state.kafka_broker_configs import KAFKA_BROKER_CONFIGS
+
+        for key, (type_, default, mode) in KAFKA_BROKER_CONFIGS.items():
+            _KAFKA_SPECS[key] = BrokerSpec(type_, default, "", mode != "r", type_ == PASSWORD)
+    return _KAFKA_SPECS.get(name)
+
+
+# SslConfigs.RECONFIGURABLE_CONFIGS: AlterConfigs changes these only per listener (listener.name.<l>.<name>)
+SSL_PER_LISTENER = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+    "ssl.truststore.certificates"})
+# DynamicBrokerConfig's cluster-level listener configs: a listener.name.<l>. form of these is not per broker
+_CLUSTER_LEVEL_LISTENER = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+
+
+def per_broker(name: str) -> bool:
+    """Whether Kafka lets AlterConfigs change ``name`` only per broker id, not as the cluster-wide default
+    (DynamicBrokerConfig's per-broker configs, and every listener.name.<l>. form but three)."""
+    if name.startswith("listener.name.") and name.count(".") >= 3:
+        return name.split(".", 3)[3] not in _CLUSTER_LEVEL_LISTENER
+    from mockbroker.state.kafka_broker_configs import KAFKA_BROKER_CONFIGS
+
+    entry = KAFKA_BROKER_CONFIGS.get(name)
+    return entry is not None and entry[2] == "b"
+
+
+def kafka_broker_names() -> frozenset[str]:
+    """Every broker config name Kafka 4.x documents (kafka_broker_configs)."""
+    from mockbroker.state.kafka_broker_configs import KAFKA_BROKER_CONFIGS
+
+    return frozenset(KAFKA_BROKER_CONFIGS)
+
+
 def is_list(name: str) -> bool:
-    spec = TOPIC_CONFIGS.get(name) or BROKER_CONFIGS.get(name)
+    spec = TOPIC_CONFIGS.get(name) or broker_spec(name)
     return spec is not None and spec.type == LIST

@@ -5,11 +5,12 @@ whatever the pace of the retention check (state/retention.py, every
 ``log.retention.check.interval.ms``):
 
 - per partition, ``retention.bytes`` (topics whose ``cleanup.policy`` has ``delete``): the
-  retention check trims a partition back to retention.bytes as Kafka does; between two checks an
-  append that leaves the partition more than ``max(retention.bytes, 1 MiB)`` above it applies that
-  same rule at once (oldest batches first, the log start offset moves, consumers below it get
-  OFFSET_OUT_OF_RANGE). So a partition never holds much more than twice its retention.bytes (or
-  retention.bytes + 1 MiB), and this only deletes what the configured retention deletes anyway.
+  retention check trims a partition back to retention.bytes as Kafka does (whole segments, oldest
+  first: state/segments.py); between two checks an append that leaves the partition more than
+  ``max(retention.bytes, 1 MiB)`` above it applies that same rule at once (the log start offset
+  moves, consumers below it get OFFSET_OUT_OF_RANGE). So a partition never holds much more than
+  twice its retention.bytes (or retention.bytes + 1 MiB) plus its active segment (``segment.bytes``,
+  1 GiB by default), and this only deletes what the configured retention deletes anyway.
 - globally, ``mock.log.max.total.bytes``: the record batches of every partition of the cluster,
   each counted as its size plus ``BATCH_OVERHEAD`` bytes of bookkeeping. An append that would go
   over it first runs a retention pass (``retention.ms`` / ``retention.bytes``, as configured, at
@@ -178,7 +179,8 @@ class MemoryCap:
         if retention_bytes < 0 or log.size_bytes <= retention_bytes + max(retention_bytes, PARTITION_SLACK):
             return
         before, counted = log.size_bytes, stored_bytes(log)
-        gone = apply_retention(log, self.cluster.clock.now_ms(), -1, retention_bytes)
+        segments = self.cluster.log_maintenance.segments(log, topic.config)
+        gone = apply_retention(log, self.cluster.clock.now_ms(), -1, retention_bytes, segments)
         if gone:
             self.total -= counted - stored_bytes(log)
             logger.info("retention.bytes: %s-%s held %s bytes (retention.bytes %s); log start moved to %s at "

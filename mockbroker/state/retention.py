@@ -1,15 +1,20 @@
 """Time-driven log maintenance: retention (``cleanup.policy`` with ``delete``) and compaction
 (with ``compact``; see state/compaction.py), run from ``ClusterState.tick``.
 
-Retention, per partition (the mock has no segments, so it works on whole batches):
-- ``retention.ms`` (>= 0): leading batches whose max timestamp is more than retention.ms old go
-  (batches without timestamps, max timestamp -1, stay);
-- ``retention.bytes`` (>= 0): then the oldest batches go while the partition would still hold at
-  least retention.bytes without them (Kafka's rule for segments);
+Retention, per partition, on whole segments as Kafka's (state/segments.py: a segment rolls at
+``segment.bytes`` or ``segment.ms`` after its first record; with Kafka's defaults a test's records all
+stay in one):
+- ``retention.ms`` (>= 0): leading segments whose newest batch is more than retention.ms old go
+  (segments with batches without timestamps, max timestamp -1, stay);
+- ``retention.bytes`` (>= 0): then the oldest segments go while the partition would still hold at
+  least retention.bytes without them;
 - the log start offset moves to the first batch kept (the high watermark when none is), through
   ``PartitionLog.advance_log_start``; consumers below it get OFFSET_OUT_OF_RANGE and reset.
-The newest batch may go too: Kafka rolls and deletes an active segment that has expired
-(UnifiedLog.deleteSegments).
+The active segment may go too: Kafka rolls and deletes an active segment that has expired
+(UnifiedLog.deleteSegments), so old records alone in a partition go at the first check that finds
+them expired: what keeps a short test's fixed old timestamps in Kafka is its first check coming 30 s
+after start (``log.initial.task.delay.ms``), then every 5 minutes; the mock checks every second, hence
+its ``log.retention.ms`` default of -1 (docs/configuration.md).
 
 Intervals (Kafka's names, mock defaults): retention runs at most every
 ``log.retention.check.interval.ms`` (1000; Kafka 300000); compaction at most every
@@ -28,27 +33,41 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.state.compaction import NEVER, CompactionResult, compact_log
 from mockbroker.state.log import PartitionLog
+from mockbroker.state.segments import Segments, iter_segments, roll_settings
 
 if TYPE_CHECKING:
-    from mockbroker.state.cluster import ClusterState
+    from collections.abc import Iterable
+
+    from mockbroker.state.cluster import ClusterState, Topic
 
 logger = logging.getLogger("mockbroker.retention")
 
 
-def apply_retention(log: PartitionLog, now_ms: int, retention_ms: int, retention_bytes: int) -> int:
-    """Delete what retention.ms / retention.bytes say goes; return how many offsets the start moved."""
+def apply_retention(log: PartitionLog, now_ms: int, retention_ms: int, retention_bytes: int,
+                    segments: Segments | None = None) -> int:
+    """Delete the leading segments retention.ms / retention.bytes say go (``segments``: the log's,
+    brought up to date; None: every batch is a segment); return how many offsets the log start moved."""
     batches = log.batches
-    i = 0
-    if retention_ms >= 0:
-        # a batch without timestamps (-1: magic 0 data) is never old enough (Kafka falls back to the
-        # segment file's modification time)
-        while i < len(batches) and batches[i].max_timestamp >= 0 and now_ms - batches[i].max_timestamp > retention_ms:
-            i += 1
-    if retention_bytes >= 0:
-        size = log.size_bytes - sum(b.size for b in batches[:i])
-        while i < len(batches) and size - batches[i].size >= retention_bytes:
-            size -= batches[i].size
-            i += 1
+    starts = segments.starts if segments is not None else []
+    size = log.size_bytes  # what stays if this segment and those after it stay
+    i = 0  # batches going
+    by_time = retention_ms >= 0  # Kafka's order: the expired segments first, then those over the size
+    for first, stop in iter_segments(batches, starts):
+        if segments is not None and stop == len(batches) and starts and batches[first].base_offset >= starts[-1]:
+            # the active segment: its figures were kept as its batches came (no walk over a long log)
+            newest, timed, segment_size = segments.active_max_ts, segments.active_min_ts >= 0, size
+        else:
+            part = batches[first:stop]
+            newest = max(b.max_timestamp for b in part)
+            timed = all(b.max_timestamp >= 0 for b in part)
+            segment_size = sum(b.size for b in part)
+        # by the segment's newest timestamp; a batch without timestamps (-1: magic 0 data) is never old
+        # enough (Kafka falls back to the segment file's modification time)
+        by_time = by_time and timed and now_ms - newest > retention_ms
+        if not by_time and not (retention_bytes >= 0 and size - segment_size >= retention_bytes):
+            break
+        size -= segment_size
+        i = stop
     if i == 0:
         return 0
     new_start = batches[i].base_offset if i < len(batches) else log.next_offset
@@ -67,6 +86,22 @@ class LogMaintenance:
         # per log: (its state at the last pass, when to look again, where cleaning ended, when its
         # first kept tombstone may go): compaction.compact_log's memory between passes
         self._cleaned: weakref.WeakKeyDictionary[PartitionLog, tuple[Any, int, int, int]] = weakref.WeakKeyDictionary()
+        self._segments: weakref.WeakKeyDictionary[PartitionLog, Segments] = weakref.WeakKeyDictionary()
+
+    def cut_segments(self, topics: Iterable[Topic]) -> None:
+        """Decide the rolls of the batches appended so far with the segment configs in force now:
+        called before those configs change (AlterConfigs), as Kafka decided each roll at its append."""
+        for topic in topics:
+            for log in topic.partitions:
+                self.segments(log, topic.config)
+
+    def segments(self, log: PartitionLog, cfg: Any) -> Segments:
+        """``log``'s segments, brought up to date with its topic's config ``cfg`` (state/segments.py)."""
+        segments = self._segments.get(log)
+        if segments is None:
+            segments = self._segments[log] = Segments()
+        segments.update(log, *roll_settings(cfg))
+        return segments
 
     def tick(self) -> None:
         now = self.cluster.clock.now_ms()
@@ -89,7 +124,7 @@ class LogMaintenance:
             if retention_ms < 0 and retention_bytes < 0:
                 continue
             for log in topic.partitions:
-                gone = apply_retention(log, now, retention_ms, retention_bytes)
+                gone = apply_retention(log, now, retention_ms, retention_bytes, self.segments(log, cfg))
                 if gone:
                     moved += gone
                     logger.info("retention: %s-%s log start moved to %s (%s offsets deleted)", topic.name,
@@ -119,7 +154,7 @@ class LogMaintenance:
                     result = compact_log(log, now, int(cfg["delete.retention.ms"]), int(cfg["min.compaction.lag.ms"]),
                                          -1.0 if force else float(cfg["min.cleanable.dirty.ratio"]),
                                          int(cfg["max.compaction.lag.ms"]),
-                                         first_dirty, tombstones_due)
+                                         first_dirty, tombstones_due, self.segments(log, cfg).starts)
                 except Exception:  # one unreadable partition must not stop the cluster's tick
                     logger.exception("compaction of %s-%s failed; it is left as it was", topic.name, log.index)
                     result = CompactionResult()

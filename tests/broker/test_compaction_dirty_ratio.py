@@ -25,7 +25,8 @@ BIG = b"v" * 400
 
 def state(**config: Any) -> tuple[ClusterState, ManualClock]:
     clock = ManualClock()
-    s = ClusterState({"log.cleaner.backoff.ms": 1000, **config}, clock)
+    # every batch a segment of its own (log.segment.bytes below any batch): all but the newest may be cleaned
+    s = ClusterState({"log.cleaner.backoff.ms": 1000, "log.segment.bytes": 14, **config}, clock)
     s.add_broker(0, "127.0.0.1", 9092)
     return s, clock
 
@@ -90,7 +91,7 @@ def test_max_compaction_lag_cleans_a_log_under_the_ratio() -> None:
 
 
 def test_run_log_cleaner_cleans_whatever_the_ratio_and_a_consumer_sees_it() -> None:
-    with MockCluster(config={"log.cleaner.backoff.ms": 3_600_000}) as cluster:
+    with MockCluster(config={"log.cleaner.backoff.ms": 3_600_000, "log.segment.bytes": 14}) as cluster:
         log = cluster.call(cleaned_once, cluster.state, cluster.state.clock)  # (the cluster's own clock)
         assert cluster.call(cluster.state.log_maintenance.run_cleaner).removed_records == 0  # as the tick
         assert consumed(cluster)[:2] == [(4, b"a"), (5, b"b")]

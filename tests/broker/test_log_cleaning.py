@@ -18,10 +18,14 @@ from mockbroker.state.compaction import compact_log
 from mockbroker.state.inspect import append_records, decoded_batches, read_records
 from mockbroker.state.log import PartitionLog
 
+# every batch a segment of its own (Kafka rolls a segment before a batch that would take it past
+# segment.bytes): all but the newest batch are out of the active segment, for retention and cleaning
+ONE_BATCH_SEGMENTS = {"log.segment.bytes": 14}
+
 
 def state(**config: Any) -> tuple[ClusterState, ManualClock]:
     clock = ManualClock()
-    s = ClusterState(config, clock)
+    s = ClusterState({**ONE_BATCH_SEGMENTS, **config}, clock)
     s.add_broker(0, "127.0.0.1", 9092)
     return s, clock
 
@@ -130,7 +134,8 @@ def test_compaction_respects_open_transactions_aborts_and_lag() -> None:
 def test_mock_cluster_runs_passes_on_demand() -> None:
     from mockbroker.cluster import MockCluster
 
-    with MockCluster(config={"log.retention.check.interval.ms": 3_600_000, "log.cleaner.backoff.ms": 3_600_000}) as c:
+    with MockCluster(config={"log.retention.check.interval.ms": 3_600_000, "log.cleaner.backoff.ms": 3_600_000,
+                             **ONE_BATCH_SEGMENTS}) as c:
         compacted = c.create_topic("c", 1, config={"cleanup.policy": "compact"})
         timed = c.create_topic("r", 1, config={"retention.ms": "1000"})
         now = c.state.clock.now_ms()

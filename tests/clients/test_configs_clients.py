@@ -22,7 +22,9 @@ pytestmark = pytest.mark.clients
 
 @pytest.fixture
 def cluster() -> Iterator[MockCluster]:
-    with MockCluster(brokers=2, topics={"t": 1}, config={"log.cleaner.backoff.ms": 300}) as c:
+    # log.segment.bytes below any batch: every batch is a segment of its own (Kafka rolls before a batch
+    # that would take the active segment past it), so retention and the cleaner reach all but the newest
+    with MockCluster(brokers=2, topics={"t": 1}, config={"log.cleaner.backoff.ms": 300, "log.segment.bytes": 14}) as c:
         yield c
 
 
@@ -138,7 +140,7 @@ def test_kafka_python_describe_alter(cluster: MockCluster) -> None:
         modified = client.describe_configs([KpResource(ConfigResourceType.TOPIC, "t")], include_synonyms=True)
         assert set(modified["topic"]["t"]) == {"retention.ms", "segment.ms"}
         assert modified["topic"]["t"]["retention.ms"]["synonyms"][0]["source"] == "DYNAMIC_TOPIC_CONFIG"
-        assert cluster.state.topics["t"].config.overrides == {"retention.ms": 5000, "segment.ms": "60000"}
+        assert cluster.state.topics["t"].config.overrides == {"retention.ms": 5000, "segment.ms": 60000}
         client.reset_configs([KpResource(ConfigResourceType.TOPIC, "t", ["segment.ms"])])
         assert cluster.state.topics["t"].config.overrides == {"retention.ms": 5000}
 

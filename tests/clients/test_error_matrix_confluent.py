@@ -237,12 +237,14 @@ def test_oversized_record_fails_alone_and_the_small_ones_land_in_order(cluster: 
 
 def topic_with_expired_head(cluster: MockCluster, group: str) -> str:
     """o0..o9 (timestamps long past retention.ms) then n0..n4; ``group`` committed offset 3; then retention."""
-    topic = new_topic(cluster, retention_ms=3_600_000)
+    # segment.ms under the two hours between o9 and n0: the old records are a segment of their own, which
+    # retention deletes whole (in Kafka's default 7-day segment they would share the active one with n0..n4)
+    topic = new_topic(cluster, retention_ms=3_600_000, segment_ms=3_600_000)
     old = int(time.time() * 1000) - 7_200_000
     p = _producer(cluster)
     for i, v in enumerate(_vals("o", 10)):
         p.produce(topic, v, partition=0, timestamp=old + i)
-    assert p.flush(20) == 0  # a batch of its own: retention deletes whole batches
+    assert p.flush(20) == 0
     for v in _vals("n", 5):
         p.produce(topic, v, partition=0)
     assert p.flush(20) == 0

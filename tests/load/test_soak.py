@@ -41,6 +41,7 @@ pytestmark = [pytest.mark.soak, pytest.mark.slow, pytest.mark.clients]
 SECONDS = int(os.environ.get("MOCKBROKER_SOAK_SECONDS", "120"))  # make soak: 600
 RATE = 300  # records a second on `checked`
 RETENTION_BYTES = 512 * 1024
+SEGMENT_BYTES = 256 * 1024  # below Kafka 4's 1 MiB floor for segment.bytes, which the mock does not enforce
 RETENTION_MS = SECONDS * 100  # a tenth of the run: every topic reaches its steady size within the warm-up (a fifth)
 MiB = 1024 * 1024
 
@@ -193,7 +194,11 @@ def _mib(n: float) -> str:
 def test_soak_rss_stays_flat_and_nothing_acknowledged_is_lost() -> None:
     with BrokerProcess("--brokers", "3", "--topic", "checked:3", "--topic", "txn:3", "--topic", "churn:3",
                        "--config", f"log.retention.bytes={RETENTION_BYTES}",
-                       "--config", f"log.retention.ms={RETENTION_MS}") as broker:
+                       "--config", f"log.retention.ms={RETENTION_MS}",
+                       # retention deletes whole segments below the active one (as Kafka): segments of 256 KiB
+                       # or a quarter of the retention time keep each partition near its bounds
+                       "--config", f"log.segment.bytes={SEGMENT_BYTES}",
+                       "--config", f"log.roll.ms={RETENTION_MS // 4}") as broker:
         soak = Soak(broker)
         for name in ("checked_producer", "checked_consumer", "txn_producer", "txn_consumer", "churn", "admin",
                      "faults"):
