@@ -38,6 +38,7 @@ from mockbroker.plain import Slotted
 from mockbroker.server.listeners import WILDCARDS, ListenerSpec, broker_port, parse_advertised, parse_listeners
 
 if TYPE_CHECKING:
+    from mockbroker.server.oauthbearer_jwks import KeySets
     from mockbroker.state.config import BrokerConfig
 
     Settings = Mapping[str, Any] | BrokerConfig  # Kafka's settings by name: a dict, or a broker's config
@@ -45,7 +46,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockbroker.server")
 CLIENT_AUTH = ("none", "requested", "required")
 # the listener-prefixed settings the mock reads (listener.name.<listener>.<suffix>)
-LISTENER_SUFFIXES = ("ssl.client.auth", "oauthbearer.sasl.jaas.config")
+LISTENER_SUFFIXES = ("ssl.client.auth", "oauthbearer.sasl.jaas.config",
+                     "oauthbearer.sasl.server.callback.handler.class",
+                     *(f"oauthbearer.sasl.oauthbearer.{name}" for name in (
+                         "jwks.endpoint.url", "jwks.endpoint.refresh.ms", "expected.audience", "expected.issuer",
+                         "clock.skew.seconds", "scope.claim.name", "sub.claim.name")))
 _RFC2253_KEYWORDS = {"2.5.4.3", "2.5.4.6", "2.5.4.7", "2.5.4.8", "2.5.4.10", "2.5.4.11", "2.5.4.9",
                      "0.9.2342.19200300.100.1.25", "0.9.2342.19200300.100.1.1"}  # CN C L ST O OU STREET DC UID
 
@@ -53,7 +58,7 @@ _RFC2253_KEYWORDS = {"2.5.4.3", "2.5.4.6", "2.5.4.7", "2.5.4.8", "2.5.4.10", "2.
 class Security(Slotted):
     """What every broker of a cluster listens on and with which TLS settings."""
 
-    __slots__ = ("advertised", "contexts", "listeners", "ssl_context")
+    __slots__ = ("advertised", "contexts", "default_jwks_url", "key_sets", "listeners", "ssl_context")
 
     def __init__(self, listeners: list[ListenerSpec], advertised: dict[str, tuple[str, int]] | None = None,
                  ssl_context: ssl.SSLContext | None = None,
@@ -62,6 +67,28 @@ class Security(Slotted):
         self.advertised: dict[str, tuple[str, int]] = {} if advertised is None else advertised
         self.ssl_context = ssl_context  # the first TLS listener's (or the one given)
         self.contexts: dict[str, ssl.SSLContext] = {} if contexts is None else contexts  # by listener name
+        # the JWKS that signed OAUTHBEARER tokens are checked with (server.oauthbearer_jwks), made on first use
+        self.key_sets: KeySets | None = None
+        self.default_jwks_url: str | None = None  # the JWKS of the cluster's own OIDC provider (mockbroker.oidc)
+
+    async def start_key_sets(self, config: Settings) -> KeySets | None:
+        """Fetch the JWKS of every SASL listener that validates signed OAUTHBEARER tokens (once per URL: the
+        first broker to start fetches, the others find it); ValueError (one line) when one cannot be."""
+        names = [s.name for s in self.listeners if s.uses_sasl]
+        mechanisms = str(config.get("sasl.enabled.mechanisms") or "").upper()
+        if not names or "OAUTHBEARER" not in mechanisms:
+            return self.key_sets
+        from mockbroker.server.oauthbearer_jwks import KeySets  # only for an OAUTHBEARER listener
+
+        if self.key_sets is None:
+            self.key_sets = KeySets(self.default_jwks_url)
+        await self.key_sets.start(config, names)
+        return self.key_sets
+
+    def close_key_sets(self) -> None:
+        if self.key_sets is not None:
+            self.key_sets.close()
+            self.key_sets = None
 
     def context_for(self, spec: ListenerSpec) -> ssl.SSLContext | None:
         """The server TLS context of a listener (None: plain TCP)."""
