@@ -15,7 +15,8 @@ checks as Kafka would (mockbroker.server.oauthbearer_jwks):
     mockbroker serve --oidc-port 0           prints sasl.oauthbearer.token.endpoint.url=... and the JWKS URL
 
 A token is a JWT signed with the provider's key (RS256 by default, or ES256 ...): ``iss`` (the provider's URL
-unless ``issuer`` is given), ``sub`` (the client id), ``aud`` (``audience``, "kafka"), ``iat``, ``exp`` (after
+unless ``issuer`` is given), ``sub`` (the client id), ``aud`` (``audience``, "kafka"), ``iat`` and ``nbf`` (now),
+``exp`` (after
 ``lifetime_s``), ``scope`` (the one asked for, else ``scope``), ``jti``, ``client_id`` and any extra ``claims``.
 With ``clients`` ({id: secret}) only those clients get tokens (401 ``invalid_client`` for others); without, any.
 ``set(...)`` changes what the next tokens look like, to test refusals: ``expired=True`` (an ``exp`` two
@@ -123,7 +124,8 @@ class OidcProvider:
         now = int(time.time())
         exp = now - EXPIRED_BY_S if s["expired"] else now + s["lifetime_s"]
         body: dict[str, Any] = {"iss": s["issuer"] or self.url, "sub": s["subject"] or client_id,
-                                "aud": s["audience"], "iat": exp - s["lifetime_s"], "exp": exp,
+                                "aud": s["audience"], "iat": exp - s["lifetime_s"], "nbf": exp - s["lifetime_s"],
+                                "exp": exp,
                                 "jti": uuid.uuid4().hex, "client_id": client_id}
         granted = scope if scope is not None else s["scope"]
         if granted:
