@@ -242,3 +242,45 @@ def test_a_bad_provider_setting_names_the_nearest() -> None:
     with pytest.raises(ValueError) as refused:
         MockCluster(oidc={"expird": True})
     assert str(refused.value) == "unknown OIDC provider setting 'expird': did you mean 'expired'?"
+
+
+def test_serve_with_an_oidc_provider() -> None:
+    """``mockbroker serve --oidc-port 0`` prints the token and JWKS URLs; a client given the first produces."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "mockbroker", "serve", "--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
+                             "--config", "sasl.enabled.mechanisms=OAUTHBEARER", "--topic", "t:1", "--oidc-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        printed = dict(proc.stdout.readline().strip().split("=", 1) for _ in range(3))
+        assert set(printed) == {"bootstrap.servers", "sasl.oauthbearer.token.endpoint.url",
+                                "sasl.oauthbearer.jwks.endpoint.url"}, printed
+        with urllib.request.urlopen(printed["sasl.oauthbearer.jwks.endpoint.url"], timeout=10) as answer:
+            assert [key["kty"] for key in json.load(answer)["keys"]] == ["RSA"]
+        assert _produces({"bootstrap.servers": printed["bootstrap.servers"], "security.protocol": "SASL_PLAINTEXT",
+                          "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+                          "sasl.oauthbearer.client.id": "any", "sasl.oauthbearer.client.secret": "any",
+                          "sasl.oauthbearer.token.endpoint.url": printed["sasl.oauthbearer.token.endpoint.url"]}, "t")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_the_marker_starts_a_provider(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile('''
+        import pytest
+
+        @pytest.mark.mockbroker(oidc={"audience": "orders"}, config={
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "OAUTHBEARER"})
+        def test_provider(mock_cluster):
+            assert mock_cluster.oidc.settings["audience"] == "orders"
+            assert mock_cluster.oidc.token_url.startswith("http://127.0.0.1:")
+    ''')
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:cacheprovider").assert_outcomes(passed=1)
