@@ -84,6 +84,8 @@ class OidcProvider:
                 raise ValueError(f"refuse must be an HTTP error status (400-599) or None, not {value!r}")
             if name == "clients" and value is not None and not isinstance(value, dict):
                 raise ValueError(f"clients must be a mapping of client id to secret, not {value!r}")
+            if name in ("expired", "unknown_key", "bad_signature") and not isinstance(value, bool):
+                raise ValueError(f"{name} must be true or false, not {value!r}")
             if name == "claims" and not isinstance(value, dict):
                 raise ValueError(f"claims must be a mapping, not {value!r}")
         return dict(changes)

@@ -284,3 +284,29 @@ def test_the_marker_starts_a_provider(pytester: pytest.Pytester) -> None:
     ''')
     pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
     pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_the_provider_from_the_control_api() -> None:
+    from tests.control.openapi_check import Client
+
+    with MockCluster(listeners="SASL_PLAINTEXT://127.0.0.1:0", oidc={"clients": {"app": "s3cret"}}, control_port=0,
+                     config={"sasl.enabled.mechanisms": "OAUTHBEARER"}) as c:
+        assert c.control_url is not None
+        api = Client(c.control_url)
+        state = api.call("GET", "/oidc").json()
+        assert state["token_url"] == _rdkafka(c)["sasl.oauthbearer.token.endpoint.url"]
+        assert state["settings"]["clients"] == ["app"]  # no secrets
+        assert api.call("POST", "/oidc", {"refuse": 401}).json()["settings"]["refuse"] == 401
+        error = _first_error(_rdkafka(c))
+        assert error is not None and '"error": "invalid_client"' in error.str(), error
+        assert api.call("POST", "/oidc/reset").json()["settings"]["refuse"] is None
+        assert api.call("POST", "/oidc", {"unknown_key": True}).status == 200
+        error = _first_error(_rdkafka(c))
+        assert error is not None and INVALID in error.str(), error
+        bad = api.call("POST", "/oidc", {"expird": True})
+        assert bad.status == 400 and bad.json()["error"] == ("unknown OIDC provider setting 'expird': "
+                                                             "did you mean 'expired'?")
+        assert api.call("POST", "/oidc", {"expired": "yes"}).status == 400
+    with MockCluster(control_port=0) as c:
+        assert c.control_url is not None
+        assert Client(c.control_url).call("GET", "/oidc").status == 404
