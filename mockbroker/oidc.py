@@ -111,7 +111,7 @@ class OidcProvider:
         return self._keys[alg]
 
     def jwks(self) -> dict[str, Any]:
-        return {"keys": [jws.public_jwk(key.public_key(), kid, alg) for alg, (kid, key) in self._keys.items()]}
+        return {"keys": [jws.public_jwk(key.public_key(), kid, alg) for alg, (kid, key) in list(self._keys.items())]}
 
     def issue(self, client_id: str = "mockbroker", scope: str | None = None, **claims: Any) -> str:
         """A token as the token endpoint would give ``client_id`` now (``claims`` added or replaced)."""

@@ -155,7 +155,7 @@ class JwksKeys:
             body = await self._read()
             document = json.loads(body)
         except (TimeoutError, OSError, ValueError) as exc:
-            raise ValueError(f"could not fetch the JWKS from {self.url}: {exc or type(exc).__name__}") from None
+            raise ValueError(f"could not fetch the JWKS from {self.url}: {str(exc) or type(exc).__name__}") from None
         except Exception as exc:  # aiohttp's ClientError and kin
             raise ValueError(f"could not fetch the JWKS from {self.url}: {exc}") from None
         entries = document.get("keys") if isinstance(document, dict) else None
