@@ -1,7 +1,8 @@
 """Kafka's secured OAUTHBEARER validator (mockbroker.server.oauthbearer_jwks), unit by unit: tokens from the mock
 OIDC provider (mockbroker.oidc, not listening: ``issue`` signs in Python) checked against its JWKS read from a
 ``file:`` URL, each check of Kafka's ValidatorAccessTokenValidator (jose4j) in turn, the settings read per
-listener, and the JWKS refresh a token with an unknown ``kid`` starts (once a minute per kid)."""
+listener, the JWKS refresh a token with an unknown ``kid`` starts (once a minute per kid); then the SASL
+exchange over the wire."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from mockbroker import jws
+from mockbroker.cluster import MockCluster
 from mockbroker.oidc import OidcProvider
 from mockbroker.server.oauthbearer import InvalidToken, unsecured_jwt
 from mockbroker.server.oauthbearer_jwks import JwksKeys, SecuredOptions, validate_signed
@@ -149,3 +151,33 @@ def test_settings_per_listener_and_kafkas_names() -> None:
     assert SecuredOptions.from_config({}, "CLIENT", "http://127.0.0.1:1/jwks") is not None  # the cluster's provider
     with pytest.raises(ValueError, match="must be at least 0"):
         SecuredOptions.from_config({**config, "sasl.oauthbearer.clock.skew.seconds": "-1"}, "OTHER")
+
+
+def test_over_the_wire_a_signed_token_logs_in_and_a_refused_one_gets_the_challenge() -> None:
+    """The SASL exchange with the secured validator, byte for byte as with the unsecured one: a good token
+    gives a session bounded by its exp; a refused one the JSON challenge, then SASL_AUTHENTICATION_FAILED."""
+    from mockbroker.errors import ErrorCode
+    from mockbroker.protocol import api
+    from mockbroker.server.oauthbearer import client_first_message
+    from tests.broker.sasl_wire import SaslWire
+
+    auth = api.request_module(36)
+    with MockCluster(listeners="SASL_PLAINTEXT://127.0.0.1:0", oidc={"lifetime_s": 600},
+                     config={"sasl.enabled.mechanisms": "OAUTHBEARER",
+                             "sasl.oauthbearer.expected.audience": "kafka"}) as c:
+        assert c.oidc is not None
+        with SaslWire(c.server(0).port) as w:
+            assert w.handshake("OAUTHBEARER").error_code == 0
+            answer = w.call(36, 2, auth.SaslAuthenticateRequest(auth_bytes=client_first_message(
+                c.oidc.issue("app"), "app")))
+            assert answer.error_code == 0 and answer.auth_bytes == b""
+            assert 590_000 < answer.session_lifetime_ms <= 600_000  # the token's exp
+        c.oidc.set(audience="billing")
+        with SaslWire(c.server(0).port) as w:
+            assert w.handshake("OAUTHBEARER").error_code == 0
+            first = w.call(36, 2, auth.SaslAuthenticateRequest(auth_bytes=client_first_message(c.oidc.issue("app"))))
+            assert first.error_code == 0 and first.auth_bytes == b'{"status":"invalid_token"}'
+            last = w.call(36, 2, auth.SaslAuthenticateRequest(auth_bytes=b"\x01"))
+            assert last.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+            assert last.error_message == '{"status":"invalid_token"}'
+            assert w.closed_by_peer()
