@@ -20,7 +20,10 @@ from mockbroker.oidc import OidcProvider
 from mockbroker.server.oauthbearer import InvalidToken, unsecured_jwt
 from mockbroker.server.oauthbearer_jwks import JwksKeys, SecuredOptions, validate_signed
 
-NOW_MS = int(time.time() * 1000)
+
+def _now_ms() -> int:
+    """Now, when a test validates (tokens are issued at the wall clock's now, with nbf = iat = now)."""
+    return int(time.time() * 1000)
 
 
 def _keys(provider: OidcProvider, tmp_path: Path) -> JwksKeys:
@@ -53,16 +56,16 @@ def provider() -> OidcProvider:
 @pytest.mark.parametrize("alg", ["RS256", "PS384", "ES256", "ES512"])
 def test_a_good_token_of_each_algorithm(tmp_path: Path, alg: str) -> None:
     provider = OidcProvider(issuer="https://idp", algorithm=alg, scope="read write")
-    token = validate_signed(provider.issue("app"), _options(), _keys(provider, tmp_path), NOW_MS)
+    token = validate_signed(provider.issue("app"), _options(), _keys(provider, tmp_path), _now_ms())
     assert token.principal == "app" and token.scope == {"read write"}  # a string claim: one scope, as Kafka
-    assert abs(token.expires_at_ms - (NOW_MS + 3_600_000)) < 5_000
+    assert abs(token.expires_at_ms - (_now_ms() + 3_600_000)) < 5_000
 
 
 @pytest.mark.parametrize(("claims", "options", "reason"), [
     ({"exp": None}, {}, "No Expiration Time (exp) claim present."),
     ({"iat": None}, {}, "No Issued At (iat) claim present."),
-    ({"exp": NOW_MS // 1000 - 31, "iat": NOW_MS // 1000 - 100}, {}, "The JWT is no longer valid"),
-    ({"nbf": NOW_MS // 1000 + 31}, {}, "The JWT is not yet valid"),
+    ({"exp": -31, "iat": -100}, {}, "The JWT is no longer valid"),  # (seconds from now)
+    ({"nbf": 31}, {}, "The JWT is not yet valid"),
     ({"aud": None}, {}, "No Audience (aud) claim present."),
     ({"aud": ["a", "b"]}, {}, "Audience (aud) claim ['a', 'b'] doesn't contain an acceptable identifier"),
     ({"iss": None}, {}, "No Issuer (iss) claim present but was expecting https://idp"),
@@ -74,18 +77,22 @@ def test_a_good_token_of_each_algorithm(tmp_path: Path, alg: str) -> None:
         "duplicate-scope", "other-sub-claim"])
 def test_each_claim_check(provider: OidcProvider, tmp_path: Path, claims: dict[str, Any], options: dict[str, Any],
                           reason: str) -> None:
+    now_s = _now_ms() // 1000
+    relative = {k: now_s + v if k in ("exp", "iat", "nbf") and v is not None else v for k, v in claims.items()}
     with pytest.raises(InvalidToken) as refused:
-        validate_signed(provider.issue("app", **claims), _options(**options), _keys(provider, tmp_path), NOW_MS)
+        validate_signed(provider.issue("app", **relative), _options(**options), _keys(provider, tmp_path),
+                        now_s * 1000)
     assert reason in str(refused.value)
     assert refused.value.challenge() == '{"status":"invalid_token"}'
 
 
 def test_the_skew_within_bounds_and_no_expectations(provider: OidcProvider, tmp_path: Path) -> None:
     keys = _keys(provider, tmp_path)
-    late = provider.issue("app", exp=NOW_MS // 1000 - 29, iat=NOW_MS // 1000 - 100, aud="other", iss="x")
-    assert validate_signed(late, _options(audience=(), issuer=None), keys, NOW_MS).principal == "app"
+    now_s = _now_ms() // 1000
+    late = provider.issue("app", exp=now_s - 29, iat=now_s - 100, nbf=None, aud="other", iss="x")
+    assert validate_signed(late, _options(audience=(), issuer=None), keys, now_s * 1000).principal == "app"
     with pytest.raises(InvalidToken, match="no longer valid"):
-        validate_signed(late, _options(audience=(), issuer=None, skew_s=0), keys, NOW_MS)
+        validate_signed(late, _options(audience=(), issuer=None, skew_s=0), keys, now_s * 1000)
 
 
 @pytest.mark.parametrize(("token", "reason"), [
@@ -97,7 +104,7 @@ def test_the_skew_within_bounds_and_no_expectations(provider: OidcProvider, tmp_
 ], ids=["unsigned", "empty", "four-sections", "alg-none-signed", "hmac"])
 def test_tokens_that_are_no_signed_jwt(provider: OidcProvider, tmp_path: Path, token: str, reason: str) -> None:
     with pytest.raises(InvalidToken) as refused:
-        validate_signed(token, _options(), _keys(provider, tmp_path), NOW_MS)
+        validate_signed(token, _options(), _keys(provider, tmp_path), _now_ms())
     assert reason in str(refused.value)
 
 
@@ -106,12 +113,12 @@ def test_a_bad_signature_and_a_key_of_another_type(tmp_path: Path) -> None:
     keys = _keys(provider, tmp_path)
     provider.set(bad_signature=True)
     with pytest.raises(InvalidToken, match="JWS signature is invalid"):
-        validate_signed(provider.issue("app"), _options(), keys, NOW_MS)
+        validate_signed(provider.issue("app"), _options(), keys, _now_ms())
     provider.reset()
     header, claims, _signature = provider.issue("app").split(".")
     es_header = jws.b64url(json.dumps({**json.loads(jws.b64url_decode(header)), "alg": "ES256"}).encode())
     with pytest.raises(InvalidToken, match="Unable to find a suitable verification key"):  # an RSA kid for ES256
-        validate_signed(f"{es_header}.{claims}.{_signature}", _options(), keys, NOW_MS)
+        validate_signed(f"{es_header}.{claims}.{_signature}", _options(), keys, _now_ms())
 
 
 async def test_an_unknown_kid_refreshes_the_jwks_once_a_minute(tmp_path: Path) -> None:
@@ -122,17 +129,17 @@ async def test_an_unknown_kid_refreshes_the_jwks_once_a_minute(tmp_path: Path) -
     (tmp_path / "jwks.json").write_text(json.dumps(provider.jwks()))
     token = provider.issue("app")
     with pytest.raises(InvalidToken, match="Unable to find a suitable verification key"):
-        validate_signed(token, _options(), keys, NOW_MS)
+        validate_signed(token, _options(), keys, _now_ms())
     for _ in range(50):
         if keys.fetches == 2:
             break
         await asyncio.sleep(0.01)
     assert keys.fetches == 2  # fetched again in the background: the next attempt passes
-    assert validate_signed(token, _options(), keys, NOW_MS).principal == "app"
+    assert validate_signed(token, _options(), keys, _now_ms()).principal == "app"
     provider.set(unknown_key=True)
     for _ in range(2):
         with pytest.raises(InvalidToken):
-            validate_signed(provider.issue("app"), _options(), keys, NOW_MS)
+            validate_signed(provider.issue("app"), _options(), keys, _now_ms())
     await asyncio.sleep(0.05)
     assert keys.fetches == 3  # one refresh for that kid, not one per token
     keys.close()
