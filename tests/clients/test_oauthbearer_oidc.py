@@ -1,7 +1,7 @@
 """SASL/OAUTHBEARER with signed tokens, end to end with no identity server: the cluster's mock OIDC provider
 (MockCluster(oidc=...)) issues RS256/ES256 tokens for the client credentials grant, and the broker validates them
 against the provider's JWKS as Kafka's OAuthBearerValidatorCallbackHandler does.  confluent-kafka fetches its
-tokens itself (``sasl.oauthbearer.method=oidc``); kafka-python through a token provider.  Refused tokens
+tokens itself (``sasl.oauthbearer.method=oidc``); kafka-python and aiokafka through a token provider.  Refused tokens
 (expired, wrong audience, wrong issuer, unknown kid, bad signature, unsigned) get Kafka's
 ``{"status":"invalid_token"}``; a provider that refuses gives the client's own error; the clock skew is honoured."""
 
@@ -310,3 +310,30 @@ def test_the_provider_from_the_control_api() -> None:
     with MockCluster(control_port=0) as c:
         assert c.control_url is not None
         assert Client(c.control_url).call("GET", "/oidc").status == 404
+
+
+def test_aiokafka_with_a_signed_token(oidc: MockCluster) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.abc import AbstractTokenProvider
+
+    assert oidc.oidc is not None
+    url = oidc.oidc.token_url
+
+    class OidcTokens(AbstractTokenProvider):
+        async def token(self) -> str:
+            return await asyncio.to_thread(_fetch_token, url)
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=oidc.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
+                                    sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=OidcTokens())
+        await producer.start()
+        try:
+            await producer.send_and_wait("oidc-aiokafka", b"x")
+        finally:
+            await producer.stop()
+
+    oidc.create_topic("oidc-aiokafka", 1)
+    asyncio.run(run())
+    assert oidc.call(lambda: oidc.state.partition("oidc-aiokafka", 0).high_watermark) == 1
