@@ -243,7 +243,8 @@ def _check_serve(args: argparse.Namespace) -> MockCluster:
                            ssl_keyfile=args.ssl_keyfile, ssl_cafile=args.ssl_cafile,
                            ssl_client_auth=args.ssl_client_auth, racks=args.racks,
                            schema_registry=False if args.schema_registry_port is None else args.schema_registry_port,
-                           schema_registry_host=args.schema_registry_host)
+                           schema_registry_host=args.schema_registry_host,
+                           oidc=False if args.oidc_port is None else {"host": args.oidc_host, "port": args.oidc_port})
     except (KafkaError, ValueError, OSError) as exc:
         message = (exc.message or str(exc)) if isinstance(exc, KafkaError) else str(exc)
         flag = _flag_of(message)
@@ -260,7 +261,8 @@ def _flag_of(message: str) -> str | None:
     """The flag a MockCluster error names (``port: ...`` -> ``--port``), TLS ones by their subject."""
     head = message.partition(":")[0]
     flags = {"port": "--port", "brokers": "--brokers", "topics": "--topic", "control_port": "--control-port",
-             "control API": "--control-port", "schema registry": "--schema-registry-port"}
+             "control API": "--control-port", "schema registry": "--schema-registry-port",
+             "OIDC provider": "--oidc-port"}
     if head in flags:
         return flags[head]
     lowered = message.lower()
@@ -315,6 +317,9 @@ async def _serve(cluster: MockCluster) -> int:
         print(f"control={cluster.control_url}", flush=True)
     if cluster.schema_registry_url:
         print(f"schema.registry.url={cluster.schema_registry_url}", flush=True)
+    if cluster.oidc is not None:  # what clients and other brokers are configured with
+        print(f"sasl.oauthbearer.token.endpoint.url={cluster.oidc.token_url}", flush=True)
+        print(f"sasl.oauthbearer.jwks.endpoint.url={cluster.oidc.jwks_url}", flush=True)
     await stop.wait()
     await cluster.stop()
     logging.getLogger("mockbroker").info("stopped")
@@ -439,6 +444,12 @@ def _add_serve_parser(sub: Any) -> None:
                             "$MOCKBROKER_SCHEMA_REGISTRY_PORT; needs mockbroker[schema-registry])")
     serve.add_argument("--schema-registry-host", default=os.environ.get("MOCKBROKER_SCHEMA_REGISTRY_HOST", "127.0.0.1"),
                        help="Schema Registry address (default 127.0.0.1; $MOCKBROKER_SCHEMA_REGISTRY_HOST)")
+    serve.add_argument("--oidc-port", type=_port, default=_env("MOCKBROKER_OIDC_PORT", None),
+                       help="serve a mock OIDC provider (client credentials token endpoint and JWKS) for "
+                            "SASL/OAUTHBEARER on this port; brokers validate its signed tokens (0 = a free port; "
+                            "$MOCKBROKER_OIDC_PORT)")
+    serve.add_argument("--oidc-host", default=os.environ.get("MOCKBROKER_OIDC_HOST", "127.0.0.1"),
+                       help="OIDC provider address (default 127.0.0.1; $MOCKBROKER_OIDC_HOST)")
     _add_security_arguments(serve)
     serve.add_argument("--log-level", default="INFO", type=_log_level, metavar="LEVEL",
                        help=f"log level: {', '.join(LOG_LEVELS)} (default INFO)")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mockbroker.cluster_args import check_arguments
 from mockbroker.cluster_faults import FaultsMixin
+from mockbroker.cluster_oidc import OidcMixin, oidc_options
 from mockbroker.cluster_registry import RegistryMixin, registry_port
 from mockbroker.server.broker import BrokerServer
 from mockbroker.server.security import Security
@@ -43,7 +44,7 @@ TICK_SECONDS = 0.1  # while anything runs on the clock (ClusterState.timers_live
 IDLE_TICK_SECONDS = 1.02
 
 
-class MockCluster(FaultsMixin, RegistryMixin):
+class MockCluster(FaultsMixin, RegistryMixin, OidcMixin):
     def __init__(
         self,
         brokers: int = 1,
@@ -69,11 +70,14 @@ class MockCluster(FaultsMixin, RegistryMixin):
         racks: Sequence[str] | Mapping[int, str] | None = None,
         schema_registry: bool | int = False,
         schema_registry_host: str = "127.0.0.1",
+        oidc: bool | int | Mapping[str, Any] = False,
     ) -> None:
         check_arguments(brokers, port, control_port, topics)  # ValueError before anything listens
         # a Schema Registry beside the brokers (mockbroker.cluster_registry): True for a free port, or a port
         self._registry_options = (schema_registry_host, registry_port(schema_registry))
         self.schema_registry = None
+        # a mock OIDC provider (mockbroker.cluster_oidc): True, a port, or its settings
+        self._oidc_options = oidc_options(oidc)
         # each broker's broker.rack (one name per broker, or node id -> name): mockbroker.state.replica_selector
         self._racks = parse_racks(racks, brokers)
         # listeners, SASL users and TLS (mockbroker.server.security): keyword arguments or Kafka's config names
@@ -87,6 +91,7 @@ class MockCluster(FaultsMixin, RegistryMixin):
         self.security = Security.from_options(self.state.config, host, port, ssl_context=ssl_context,
                                               ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
                                               ssl_cafile=ssl_cafile, ssl_client_auth=ssl_client_auth)
+        self._make_oidc()
         self._sasl_users = dict(sasl_users or {})
         for user, password in self._sasl_users.items():
             self.state.credentials.add_user(user, password)
@@ -117,6 +122,7 @@ class MockCluster(FaultsMixin, RegistryMixin):
 
     async def _start(self) -> MockCluster:
         assert self._loop is not None
+        await self._start_oidc()  # before the brokers: they fetch its JWKS as they start
         for node_id in range(self._count):
             port = self._base_port + node_id if self._base_port else 0
             server = BrokerServer(self.state, node_id, self.host, port, self.security)
@@ -178,6 +184,8 @@ class MockCluster(FaultsMixin, RegistryMixin):
         for server in self.brokers:
             await server.stop()
         self.brokers.clear()
+        self.security.close_key_sets()
+        await self._stop_oidc()
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()
@@ -426,6 +434,7 @@ class MockCluster(FaultsMixin, RegistryMixin):
         for name, partitions in self._initial_topics.items():
             fresh.create_topic(name, partitions)
         self._reset_registry()
+        self._reset_oidc()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the cluster's loop from sync code (or schedule it when on the loop)."""

@@ -38,7 +38,7 @@ from mockbroker.cluster import MockCluster
 if TYPE_CHECKING:
     from mockbroker.scenarios.runner import ScenarioRun
 
-_OPTIONS = ("brokers", "topics", "config", "host", "clock")
+_OPTIONS = ("brokers", "topics", "config", "host", "clock", "oidc")  # oidc: MockCluster(oidc=...), a mock OIDC provider
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -331,6 +331,40 @@ async def get_schema_registry(request: web.Request) -> web.Response:
                               "faults": [fault.to_dict() for fault in registry.faults]})
 
 
+def _oidc_state(cluster: MockCluster) -> dict[str, Any]:
+    provider = cluster.oidc
+    if provider is None:
+        raise _fail(404, "this cluster runs no OIDC provider (mockbroker serve --oidc-port 0)")
+    settings = provider.settings
+    if settings.get("clients") is not None:  # secrets are not sent back
+        settings["clients"] = sorted(settings["clients"])
+    return {"url": provider.url, "token_url": provider.token_url, "jwks_url": provider.jwks_url,
+            "settings": settings, "token_requests": provider.token_requests, "tokens_issued": provider.tokens_issued}
+
+
+async def get_oidc(request: web.Request) -> web.Response:
+    return web.json_response(_oidc_state(_cluster(request)))
+
+
+async def set_oidc(request: web.Request) -> web.Response:
+    cluster = _cluster(request)
+    _oidc_state(cluster)  # 404 first
+    assert cluster.oidc is not None
+    try:
+        cluster.oidc.set(**await _body(request))
+    except ValueError as exc:
+        raise _fail(400, str(exc)) from None
+    return web.json_response(_oidc_state(cluster))
+
+
+async def reset_oidc(request: web.Request) -> web.Response:
+    cluster = _cluster(request)
+    _oidc_state(cluster)
+    assert cluster.oidc is not None
+    cluster.oidc.reset()
+    return web.json_response(_oidc_state(cluster))
+
+
 def _group(group: Group) -> dict[str, Any]:
     members = list(group.consumer.members) if group.consumer is not None else list(group.members)
     return {"group_id": group.group_id, "type": group.group_type, "state": group.state_name,
@@ -352,6 +386,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/share-groups", list_share_groups), ("GET", "/share-groups/{id}", get_share_group),
     ("GET", "/telemetry", get_telemetry), ("GET", "/schema-registry", get_schema_registry),
     ("GET", "/quotas", list_quotas), ("POST", "/quotas", set_quota), ("DELETE", "/quotas", clear_quotas),
+    ("GET", "/oidc", get_oidc), ("POST", "/oidc", set_oidc), ("POST", "/oidc/reset", reset_oidc),
 ]
 
 

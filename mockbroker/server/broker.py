@@ -109,6 +109,8 @@ class BrokerServer:
             if "share" in cluster.__dict__:  # share sessions opened on it close, as Kafka's on a disconnect
                 cluster.share.connection_closed(node_id, conn)
 
+        key_sets = await self.security.start_key_sets(self.cluster.config) if self.security is not None else None
+
         def factory(spec: ListenerSpec) -> Connection:
             conn = Connection(self.node_id, serve, max_bytes, staging, forget, track, spec.name, spec.protocol)
             conn.borrow = lend
@@ -117,7 +119,8 @@ class BrokerServer:
 
                 config = self.cluster.config
                 conn.sasl = SaslSession(self.cluster.credentials, enabled_mechanisms(config),
-                                        int(config.get("connections.max.reauth.ms", 0) or 0), config, spec.name)
+                                        int(config.get("connections.max.reauth.ms", 0) or 0), config, spec.name,
+                                        key_sets)
             conn.send_buffer_bytes = send_buffer
             self.connections.add(conn)
             return conn

@@ -1,4 +1,5 @@
-"""SASL/OAUTHBEARER (KIP-255) as Kafka's default unsecured validator checks it.
+"""SASL/OAUTHBEARER (KIP-255) as Kafka's default unsecured validator checks it (signed tokens, checked
+against a JWKS when ``sasl.oauthbearer.jwks.endpoint.url`` is set: mockbroker.server.oauthbearer_jwks).
 
 The client's one message is RFC 7628's GS2 form, ``n,[a=authzid],\\x01auth=Bearer <token>\\x01[key=value\\x01]*\\x01``
 (Kafka's OAuthBearerClientInitialResponse); anything else fails with Kafka's generic "invalid credentials"
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from mockbroker.plain import Slotted
 
 if TYPE_CHECKING:
+    from mockbroker.server.oauthbearer_jwks import JwksKeys, SecuredOptions
     from mockbroker.server.security import Settings
 
 MECHANISM = "OAUTHBEARER"
@@ -226,8 +228,11 @@ class OAuthBearerServer:
 
     mechanism = MECHANISM
 
-    def __init__(self, options: ValidatorOptions) -> None:
+    def __init__(self, options: ValidatorOptions, secured: SecuredOptions | None = None,
+                 keys: JwksKeys | None = None) -> None:
         self.options = options
+        self.secured = secured  # Kafka's secured validator (server.oauthbearer_jwks), else the unsecured one
+        self.keys = keys
         self.user: str | None = None
         self.expires_at_ms: int | None = None  # the credential's lifetime (KIP-368)
         self.now_ms = 0  # set by the session before each step
@@ -245,7 +250,14 @@ class OAuthBearerServer:
         except ValueError:
             raise SaslFailure(INVALID_FIRST_MESSAGE) from None
         try:
-            token = validate(token_value, self.options, self.now_ms)
+            if self.secured is None:
+                token = validate(token_value, self.options, self.now_ms)
+            else:
+                from mockbroker.server.oauthbearer_jwks import validate_signed
+
+                if self.keys is None:
+                    raise InvalidToken(f"no key set for {self.secured.jwks_url}")
+                token = validate_signed(token_value, self.secured, self.keys, self.now_ms)
         except InvalidToken as exc:
             self.error, self.reason = exc.challenge(), str(exc)
             return False, self.error.encode()

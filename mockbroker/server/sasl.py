@@ -37,6 +37,7 @@ from mockbroker.handlers.sasl_common import SaslFailure
 from mockbroker.state.credentials import SCRAM_BY_NAME, SCRAM_MECHANISMS
 
 if TYPE_CHECKING:
+    from mockbroker.server.oauthbearer_jwks import KeySets
     from mockbroker.server.security import Settings
     from mockbroker.state.credentials import CredentialStore, ScramCredential
 
@@ -168,13 +169,14 @@ def _scram_fields(text: str) -> dict[str, str]:
 class SaslSession:
     """The SASL state of one connection."""
 
-    __slots__ = ("authenticated_at", "config", "credentials", "enabled", "expires_at_ms", "lifetime_ms", "listener",
-                 "mechanism", "principal", "raw_tokens", "reauth_ms", "reauthenticating", "reauthentications",
-                 "server", "state")
+    __slots__ = ("authenticated_at", "config", "credentials", "enabled", "expires_at_ms", "key_sets", "lifetime_ms",
+                 "listener", "mechanism", "principal", "raw_tokens", "reauth_ms", "reauthenticating",
+                 "reauthentications", "server", "state")
 
     def __init__(self, credentials: CredentialStore, enabled: list[str], reauth_ms: int, config: Settings | None = None,
-                 listener: str = "") -> None:
+                 listener: str = "", key_sets: KeySets | None = None) -> None:
         self.credentials = credentials
+        self.key_sets = key_sets  # the cluster's JWKS (signed OAUTHBEARER tokens: server.oauthbearer_jwks)
         self.config = config  # the broker config (OAUTHBEARER's validator options), None in unit tests
         self.listener = listener
         self.lifetime_ms = 0  # what SaslAuthenticate v1+ reports (0: the session does not expire)
@@ -235,13 +237,19 @@ class SaslSession:
             return PlainServer(self.credentials)
         if mechanism == "OAUTHBEARER":
             from mockbroker.server.oauthbearer import OAuthBearerServer, ValidatorOptions
+            from mockbroker.server.oauthbearer_jwks import SecuredOptions
 
             try:
                 options = ValidatorOptions.from_config(self.config or {}, self.listener)
+                secured = SecuredOptions.from_config(self.config or {}, self.listener,
+                                                     self.key_sets.default_url if self.key_sets is not None else None)
             except ValueError as exc:  # a bad option: every OAUTHBEARER login fails, the broker says why
                 log.error("OAUTHBEARER on listener %s: %s", self.listener, exc)
                 raise KafkaError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, f"OAUTHBEARER is misconfigured: {exc}") from None
-            return OAuthBearerServer(options)
+            if secured is None:
+                return OAuthBearerServer(options)
+            keys = self.key_sets.keys_for(secured) if self.key_sets is not None else None
+            return OAuthBearerServer(options, secured, keys)
         return ScramServer(self.credentials, mechanism)
 
     # -- SaslAuthenticate or a raw token -------------------------------------------------------

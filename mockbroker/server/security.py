@@ -13,10 +13,23 @@ certificate on an SSL listener is
 ``User:<subject DN>``, the DN written as Kafka writes it (Java's X500Principal RFC 2253 form: most
 specific RDN first, ``CN=client,OU=eng,O=acme``); without one it is ``User:ANONYMOUS``.  On SASL_SSL
 the SASL principal replaces it once the client authenticates.
+
+A client certificate the broker refuses (none given where ``ssl.client.auth=required``, or one no trusted
+CA signed) ends the handshake as Kafka's SslTransportLayer ends it: the TLS alert OpenSSL wrote
+(``certificate_required``, ``unknown_ca``, ``bad_certificate`` ...) is sent to the client before the
+connection closes, and the broker logs one line naming the listener and the reason.  asyncio's (and
+uvloop's) TLS protocol closes the socket on a failed handshake without sending what OpenSSL wrote, so the
+client met an end of stream instead: :class:`RefusingSSLObject` keeps the failure back until the alert has
+gone out (the loop sends pending TLS output when a handshake step asks for more input), and gives it to
+the loop on the client's next bytes or its close, which then closes the connection (a client that
+neither writes nor closes after the alert is closed by the loop's TLS handshake timeout, 60 s).  This holds for the
+contexts the mock makes; a ready ``ssl_context`` is used as given.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import ssl
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -25,13 +38,19 @@ from mockbroker.plain import Slotted
 from mockbroker.server.listeners import WILDCARDS, ListenerSpec, broker_port, parse_advertised, parse_listeners
 
 if TYPE_CHECKING:
+    from mockbroker.server.oauthbearer_jwks import KeySets
     from mockbroker.state.config import BrokerConfig
 
     Settings = Mapping[str, Any] | BrokerConfig  # Kafka's settings by name: a dict, or a broker's config
 
+log = logging.getLogger("mockbroker.server")
 CLIENT_AUTH = ("none", "requested", "required")
 # the listener-prefixed settings the mock reads (listener.name.<listener>.<suffix>)
-LISTENER_SUFFIXES = ("ssl.client.auth", "oauthbearer.sasl.jaas.config")
+LISTENER_SUFFIXES = ("ssl.client.auth", "oauthbearer.sasl.jaas.config",
+                     "oauthbearer.sasl.server.callback.handler.class",
+                     *(f"oauthbearer.sasl.oauthbearer.{name}" for name in (
+                         "jwks.endpoint.url", "jwks.endpoint.refresh.ms", "expected.audience", "expected.issuer",
+                         "clock.skew.seconds", "scope.claim.name", "sub.claim.name")))
 _RFC2253_KEYWORDS = {"2.5.4.3", "2.5.4.6", "2.5.4.7", "2.5.4.8", "2.5.4.10", "2.5.4.11", "2.5.4.9",
                      "0.9.2342.19200300.100.1.25", "0.9.2342.19200300.100.1.1"}  # CN C L ST O OU STREET DC UID
 
@@ -39,7 +58,7 @@ _RFC2253_KEYWORDS = {"2.5.4.3", "2.5.4.6", "2.5.4.7", "2.5.4.8", "2.5.4.10", "2.
 class Security(Slotted):
     """What every broker of a cluster listens on and with which TLS settings."""
 
-    __slots__ = ("advertised", "contexts", "listeners", "ssl_context")
+    __slots__ = ("advertised", "contexts", "default_jwks_url", "key_sets", "listeners", "ssl_context")
 
     def __init__(self, listeners: list[ListenerSpec], advertised: dict[str, tuple[str, int]] | None = None,
                  ssl_context: ssl.SSLContext | None = None,
@@ -48,6 +67,28 @@ class Security(Slotted):
         self.advertised: dict[str, tuple[str, int]] = {} if advertised is None else advertised
         self.ssl_context = ssl_context  # the first TLS listener's (or the one given)
         self.contexts: dict[str, ssl.SSLContext] = {} if contexts is None else contexts  # by listener name
+        # the JWKS that signed OAUTHBEARER tokens are checked with (server.oauthbearer_jwks), made on first use
+        self.key_sets: KeySets | None = None
+        self.default_jwks_url: str | None = None  # the JWKS of the cluster's own OIDC provider (mockbroker.oidc)
+
+    async def start_key_sets(self, config: Settings) -> KeySets | None:
+        """Fetch the JWKS of every SASL listener that validates signed OAUTHBEARER tokens (once per URL: the
+        first broker to start fetches, the others find it); ValueError (one line) when one cannot be."""
+        names = [s.name for s in self.listeners if s.uses_sasl]
+        mechanisms = str(config.get("sasl.enabled.mechanisms") or "").upper()
+        if not names or "OAUTHBEARER" not in mechanisms:
+            return self.key_sets
+        from mockbroker.server.oauthbearer_jwks import KeySets  # only for an OAUTHBEARER listener
+
+        if self.key_sets is None:
+            self.key_sets = KeySets(self.default_jwks_url)
+        await self.key_sets.start(config, names)
+        return self.key_sets
+
+    def close_key_sets(self) -> None:
+        if self.key_sets is not None:
+            self.key_sets.close()
+            self.key_sets = None
 
     def context_for(self, spec: ListenerSpec) -> ssl.SSLContext | None:
         """The server TLS context of a listener (None: plain TCP)."""
@@ -73,17 +114,14 @@ class Security(Slotted):
             broker_wide = str(ssl_client_auth or config.get("ssl.client.auth") or "none").strip().lower()
             if broker_wide not in CLIENT_AUTH:  # refused even when no SSL listener reads it
                 raise ValueError(f"ssl.client.auth must be one of {', '.join(CLIENT_AUTH)}, not {broker_wide!r}")
-            by_mode: dict[str, ssl.SSLContext] = {}
-            for spec in listeners:
+            for spec in listeners:  # one context per listener: a refused handshake's log line names it
                 if not spec.uses_ssl:
                     continue
-                mode = listener_client_auth(config, spec, broker_wide)
-                if mode not in by_mode:
-                    by_mode[mode] = server_ssl_context(
-                        ssl_certfile or config.get("ssl.keystore.location"), ssl_keyfile,
-                        ssl_cafile or config.get("ssl.truststore.location"), mode,
-                        ssl_password or config.get("ssl.key.password"))
-                contexts[spec.name] = by_mode[mode]
+                contexts[spec.name] = server_ssl_context(
+                    ssl_certfile or config.get("ssl.keystore.location"), ssl_keyfile,
+                    ssl_cafile or config.get("ssl.truststore.location"),
+                    listener_client_auth(config, spec, broker_wide), ssl_password or config.get("ssl.key.password"),
+                    listener=spec.name)
             ssl_context = next(iter(contexts.values()), None)
         return cls(listeners, advertised, ssl_context, contexts)
 
@@ -141,8 +179,58 @@ def check_listener_keys(config: Settings, listeners: list[ListenerSpec]) -> None
                 raise ValueError(f"unknown config {key}: did you mean listener.name.{listener}.{near[0]}?")
 
 
+_OPENSSL_TEXT = re.compile(r"^\[[^\]]*\] (?P<text>.*?)(?: \(_ssl\.c:\d+\))?$")
+
+
+def handshake_failure_reason(exc: ssl.SSLError) -> str:
+    """OpenSSL's words for a failed handshake, without the library and source tags."""
+    verify = getattr(exc, "verify_message", None)
+    if verify:
+        return f"certificate verify failed: {verify}"
+    text = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+    match = _OPENSSL_TEXT.match(text)
+    return match.group("text") if match else text
+
+
+class RefusingSSLObject(ssl.SSLObject):
+    """A server-side TLS object whose failed handshake lets the alert out first (see the module text)."""
+
+    _refused: ssl.SSLError | None = None
+    _outgoing: ssl.MemoryBIO | None = None
+
+    @classmethod
+    def _create(cls, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, *args: Any, **kwargs: Any) -> Any:
+        made = super()._create(incoming, outgoing, *args, **kwargs)  # type: ignore[misc]
+        made._outgoing = outgoing  # what OpenSSL wrote and the loop has not sent yet
+        return made
+
+    def do_handshake(self) -> None:
+        if self._refused is not None:  # the alert went out: now the loop closes the connection
+            raise self._refused
+        try:
+            super().do_handshake()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise
+        except ssl.SSLError as exc:
+            listener = getattr(self.context, "listener", None) or "?"
+            log.info("Failed authentication on listener %s (SSL handshake failed: %s)", listener,
+                     handshake_failure_reason(exc))
+            if self._outgoing is None or not self._outgoing.pending:
+                raise  # no alert to send (bytes that are not TLS): closed at once, as before
+            self._refused = exc
+            raise ssl.SSLWantReadError("the handshake failed: its alert is sent first") from None
+
+
+class ListenerSSLContext(ssl.SSLContext):
+    """The server TLS context of one listener (its name, for the log)."""
+
+    sslobject_class = RefusingSSLObject
+    listener = ""
+
+
 def server_ssl_context(certfile: str | None, keyfile: str | None = None, cafile: str | None = None,
-                       client_auth: str = "none", password: str | None = None) -> ssl.SSLContext:
+                       client_auth: str = "none", password: str | None = None,
+                       listener: str = "") -> ssl.SSLContext:
     """A server-side TLS context from PEM files (``certfile`` may hold the key too)."""
     if not certfile:
         raise ValueError("an SSL or SASL_SSL listener needs a certificate: ssl_certfile (and ssl_keyfile), "
@@ -150,7 +238,8 @@ def server_ssl_context(certfile: str | None, keyfile: str | None = None, cafile:
     client_auth = client_auth.strip().lower()
     if client_auth not in CLIENT_AUTH:
         raise ValueError(f"ssl.client.auth must be one of {', '.join(CLIENT_AUTH)}, not {client_auth!r}")
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context = ListenerSSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.listener = listener
     context.load_cert_chain(certfile, keyfile, password)
     if cafile:
         context.load_verify_locations(cafile)

@@ -292,6 +292,21 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "ssl.key.password": _b(PASSWORD, None, "Private key password.", True, True),
     "ssl.truststore.password": _b(PASSWORD, None, "Trust store password.", True, True),
     "sasl.jaas.config": _b(PASSWORD, None, "JAAS login context.", True, True),
+    # SASL/OAUTHBEARER with signed tokens (mockbroker.server.oauthbearer_jwks); each also per listener as
+    # listener.name.<listener>.oauthbearer.<name>
+    "sasl.server.callback.handler.class": _b(CLASS, None, "SASL server callback handler (the mock: Kafka's "
+                                             "OAuthBearerValidatorCallbackHandler or the unsecured one)."),
+    "sasl.oauthbearer.jwks.endpoint.url": _b(STRING, None, "URL (http, https or file) of the JWKS signed "
+                                             "OAUTHBEARER tokens are verified with."),
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms": _b(LONG, "3600000", "Time between JWKS refreshes."),
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": _b(LONG, "100", "Initial wait between JWKS fetch attempts."),
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": _b(LONG, "10000", "Longest wait between JWKS fetch "
+                                                              "attempts."),
+    "sasl.oauthbearer.expected.audience": _b(LIST, None, "Audiences (aud) a token must name one of."),
+    "sasl.oauthbearer.expected.issuer": _b(STRING, None, "Issuer (iss) a token must name."),
+    "sasl.oauthbearer.clock.skew.seconds": _b(INT, "30", "Clock skew allowed when checking a token's exp and nbf."),
+    "sasl.oauthbearer.scope.claim.name": _b(STRING, "scope", "Token claim holding the scope."),
+    "sasl.oauthbearer.sub.claim.name": _b(STRING, "sub", "Token claim naming the principal."),
     # mock-only
     "mock.transaction.marker.delay.ms": _b(INT, "0", "Mock: how long a transaction stays Prepare* before its "
                                            "markers are written.", True),

@@ -5,6 +5,7 @@ with and without a certificate; bad listener-prefixed keys and values get one li
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -106,3 +107,66 @@ def test_a_bad_broker_wide_value_is_refused_even_without_an_ssl_listener(certs: 
         MockCluster(listeners="SASL_SSL://127.0.0.1:0", config={
             "ssl.keystore.location": certs.server_keystore, "ssl.client.auth": "always"})
     assert str(refused.value) == "ssl.client.auth must be one of none, requested, required, not 'always'"
+
+
+# -- a refused client certificate: a TLS alert and one log line, as Kafka's SslTransportLayer -------------
+REFUSALS = {  # what the client presents -> (the alert it reads, the reason the broker logs)
+    "no-certificate": ("alert certificate required", "peer did not return a certificate"),
+    "untrusted-certificate": ("alert unknown ca", "certificate verify failed: unable to get local issuer certificate"),
+}
+
+
+def _untrusted_keystore(root: Any) -> str:
+    import trustme
+
+    path = str(root / "untrusted.pem")
+    trustme.CA().issue_cert("client.example", common_name="mallory").private_key_and_cert_chain_pem.write_to_path(path)
+    return path
+
+
+def _refusal_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "mockbroker.server"
+            and r.getMessage().startswith("Failed authentication")]
+
+
+@pytest.mark.parametrize("tls_version", ["TLSv1_3", "TLSv1_2"])
+@pytest.mark.parametrize("presented", list(REFUSALS))
+def test_a_refused_certificate_gets_a_tls_alert_and_one_log_line(
+        certs: Certs, tmp_path: Any, caplog: pytest.LogCaptureFixture, presented: str, tls_version: str) -> None:
+    import socket
+    import ssl
+
+    caplog.set_level(logging.INFO)
+    alert, reason = REFUSALS[presented]
+    context = ssl.create_default_context(cafile=certs.cafile)
+    context.maximum_version = getattr(ssl.TLSVersion, tls_version)
+    if presented == "untrusted-certificate":
+        context.load_cert_chain(_untrusted_keystore(tmp_path))
+    with _cluster(certs, **{"ssl.client.auth": "required"}) as c:
+        host, port = c.bootstrap_for("SSL").split(",")[0].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as raw, \
+                pytest.raises(ssl.SSLError) as refused:
+            with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:  # TLS 1.3: the client is done here
+                tls.sendall(b"\x00\x00\x00\x00")
+                tls.recv(16)  # ... and reads the alert sent after the broker checked its certificate
+        deadline = time.monotonic() + 5
+        while not _refusal_lines(caplog) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    if tls_version == "TLSv1_3" or presented == "untrusted-certificate":
+        assert alert in str(refused.value)  # not an end of stream or a reset
+    else:  # TLS 1.2 has no certificate_required: OpenSSL sends handshake_failure
+        assert "alert handshake failure" in str(refused.value)
+    assert _refusal_lines(caplog) == [f"Failed authentication on listener SSL (SSL handshake failed: {reason})"]
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]  # nothing else of it
+
+
+def test_confluent_kafka_without_a_certificate_reads_the_alert(certs: Certs) -> None:
+    with _cluster(certs, **{"ssl.client.auth": "required"}) as c:
+        errors: list[Any] = []
+        producer = Producer({**_client(c, certs, "SSL", with_cert=False), "error_cb": errors.append})
+        deadline = time.monotonic() + 10
+        while not errors and time.monotonic() < deadline:
+            producer.poll(0.2)
+        del producer  # closed before the cluster stops
+    assert errors, "the client reported no error"
+    assert "alert certificate required" in errors[0].str(), errors[0].str()

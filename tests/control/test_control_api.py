@@ -169,6 +169,10 @@ def test_the_whole_api_with_a_real_client(cluster: MockCluster) -> None:
     assert registry["url"] == url and registry["reachable"] is True and registry["subjects"] == []
     assert [f["name"] for f in registry["faults"]] == ["slow"]
 
+    # no OIDC provider here (tests/clients/test_oauthbearer_oidc.py drives one)
+    assert [api.call(m, p, {}).status for m, p in (("GET", "/oidc"), ("POST", "/oidc"), ("POST", "/oidc/reset"))] \
+        == [404, 404, 404]
+
     # reset, delete
     assert api.call("DELETE", "/topics/orders").status == 204
     assert api.call("DELETE", "/topics/orders").status == 404
