@@ -6,14 +6,19 @@
   (``_producelane``), the usual Fetch (``_fastfetch``) and a connection's reads (``_reading``).
 
 The built modules are ``mockbroker.native._speedups``, ``_fastproduce``, ``_fastfetch``, ``_producelane`` and
-``_reading``.  Everything else about the package lives in pyproject.toml.  The extensions are optional: where
-no C compiler is available the build goes on without them and mockbroker runs its pure-Python path, the
-reference semantics (set MOCKBROKER_PURE_PYTHON=1 to use it even when the extensions are built).
+``_reading``.  The extensions are optional: where no C compiler is available the build goes on without them
+and mockbroker runs its pure-Python path, the reference semantics (set MOCKBROKER_PURE_PYTHON=1 to use it even
+when the extensions are built).
+
+The packages are listed here too: ``mockbroker*``, and the repository's top-level ``scenarios/`` folder (the
+shipped scenarios and their apps) packaged as ``mockbroker.scenarios.library`` (``package_dir``), so an
+installed mockbroker finds them inside itself (mockbroker/scenarios/shipped.py).  Everything else about the
+package lives in pyproject.toml.
 """
 
 from pathlib import Path
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 NATIVE = Path("mockbroker/native")
 CODECS = NATIVE / "codecs"
@@ -35,6 +40,9 @@ def extension(name: str, folder: Path) -> Extension:
 
 
 setup(
+    packages=[*find_packages(include=["mockbroker", "mockbroker.*"]), "mockbroker.scenarios.library",
+              "mockbroker.scenarios.library.apps"],
+    package_dir={"mockbroker.scenarios.library": "scenarios"},
     ext_modules=[
         extension("_speedups", CODECS),
         extension("_fastproduce", CODECS),

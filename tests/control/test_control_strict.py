@@ -73,3 +73,21 @@ def test_with_a_token_an_unknown_route_still_wants_the_token() -> None:
         assert call(cluster, "GET", "/nope")[0] == 401
         status, kind, _headers, body = call(cluster, "GET", "/nope", token="s3cret")
         assert (status, kind) == (404, "application/json") and "/nope" in body["error"]
+
+
+@pytest.mark.parametrize(("rule", "error"), [
+    ({"api": "Produse", "error": "NOT_LEADER_OR_FOLLOWER"}, "unknown API 'Produse' (did you mean 'Produce'?)"),
+    ({"api": "Produce", "error": "NOT_LEADER"},
+     "unknown error code 'NOT_LEADER' (did you mean 'NOT_LEADER_OR_FOLLOWER'?)"),
+    ({"api": "Fetch", "action": "dealy", "delay_ms": 5}, "unknown action 'dealy' (did you mean 'delay'?)"),
+    ({"api": "Produse", "error": "NOT_LEADER", "brokr": 0},
+     "unknown fault field 'brokr' (did you mean 'broker'?); unknown API 'Produse' (did you mean 'Produce'?); "
+     "unknown error code 'NOT_LEADER' (did you mean 'NOT_LEADER_OR_FOLLOWER'?)"),
+])
+def test_a_wrong_fault_rule_is_a_400_naming_the_nearest(cluster: MockCluster, rule: dict[str, Any],
+                                                        error: str) -> None:
+    """POST /faults with a misspelt API, error code, action or field: one 400 naming every wrong name and
+    the nearest known one; no rule is added."""
+    status, kind, _headers, body = call(cluster, "POST", "/faults", rule)
+    assert (status, kind, body) == (400, "application/json", {"error": error})
+    assert call(cluster, "GET", "/faults")[3] == {"faults": []}
