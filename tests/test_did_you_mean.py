@@ -35,6 +35,14 @@ def test_add_fault_names_the_nearest(spec: dict[str, object], message: str) -> N
     assert list(cluster.faults.listed()) == []
 
 
+def test_the_journal_refuses_an_api_no_request_has() -> None:
+    """``wait_for_requests("Produse")`` would wait its whole timeout for a name no request has."""
+    cluster = MockCluster()
+    with pytest.raises(ValueError, match=r"^unknown API 'Produse' \(did you mean 'Produce'\?\)$"):
+        cluster.wait_for_requests("Produse", 1, timeout=30)
+    assert cluster.journal.entries(api="produce") == []  # Kafka's name in any case
+
+
 def test_the_exact_name_in_another_case_is_taken() -> None:
     rule = MockCluster().add_fault(api="endtxn", error="not_coordinator")
     assert rule.apis == {26} and rule.error == 16
@@ -69,6 +77,7 @@ steps:
 expect:
   - committed: {topic: t, exacly: 10}
   - no_open_transactions: {topic: t, strict: true}
+  - requests: {api: Produse, error: NOT_LEADER, at_least: 1}
 """
 
 TWO_WRONG_LINES = [
@@ -83,6 +92,8 @@ TWO_WRONG_LINES = [
     "9: expect[0].committed.exacly: Additional properties are not allowed ('exacly' was unexpected) "
     "(did you mean 'exactly'?)",
     "10: expect[1].no_open_transactions.strict: Additional properties are not allowed ('strict' was unexpected)",
+    "11: expect[2].requests.api: unknown API 'Produse' (did you mean 'Produce'?)",
+    "11: expect[2].requests.error: unknown error code 'NOT_LEADER' (did you mean 'NOT_LEADER_OR_FOLLOWER'?)",
 ]
 
 

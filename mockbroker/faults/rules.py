@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from mockbroker.errors import ErrorCode
@@ -40,9 +41,23 @@ FIELDS = ("action", "api", "apis", "version", "versions", "broker", "brokers", "
           "probability", "seed", "after_ms", "until_ms", "error", "scope", "delay_ms", "throttle_ms", "name")
 
 
+@cache
 def api_names() -> dict[str, int]:
     """Every API's name (Kafka's: ``Produce``, ``EndTxn``, ...) to its key."""
     return {entry[0]: key for key, entry in api.APIS.items()}
+
+
+@cache
+def _folded_api_names() -> dict[str, str]:
+    return {name.casefold(): name for name in api_names()}
+
+
+def api_name_of(value: str) -> str:
+    """Kafka's spelling of an API name given in any case; ValueError naming the nearest for an unknown one."""
+    found = _folded_api_names().get(value.casefold())
+    if found is None:
+        raise ValueError(f"unknown API {value!r}{hint(value, api_names(), prefix=True)}")
+    return found
 
 
 def unknown_action(action: Any) -> str:
@@ -55,11 +70,7 @@ def _api_key(value: int | str) -> int:
         return value
     if value.isdigit():
         return int(value)
-    names = api_names()
-    found = next((key for name, key in names.items() if name.lower() == value.lower()), None)
-    if found is None:
-        raise ValueError(f"unknown API {value!r}{hint(value, names, prefix=True)}")
-    return found
+    return api_names()[api_name_of(value)]
 
 
 def _error_code(value: int | str) -> int:
@@ -163,7 +174,7 @@ class FaultRule:
         return out
 
 
-def _name_problems(spec: dict[str, Any]) -> list[tuple[str | None, str]]:
+def name_problems(spec: dict[str, Any]) -> list[tuple[str | None, str]]:
     """Unknown fields, API names, error codes and actions, each with the nearest known name."""
     problems: list[tuple[str | None, str]] = []
     for key in spec:
@@ -188,7 +199,7 @@ def fault_problems(spec: dict[str, Any]) -> list[tuple[str | None, str]]:
     """Every problem of a fault rule's plain data, each with the field it is about (None: the rule as a
     whole): unknown fields, API names, error codes and actions (each with the nearest known name), else
     what :class:`FaultRule` refuses.  Empty when :func:`rule_from_dict` builds the rule."""
-    problems = _name_problems(spec)
+    problems = name_problems(spec)
     if not problems:
         try:
             rule_from_dict(spec)
@@ -200,7 +211,7 @@ def fault_problems(spec: dict[str, Any]) -> list[tuple[str | None, str]]:
 def rule_from_dict(spec: dict[str, Any]) -> FaultRule:
     """A rule from plain data (YAML, JSON, keyword arguments): API and error names are accepted.  A wrong
     name raises ValueError naming every wrong name and the nearest known ones (``; ``-separated)."""
-    problems = _name_problems(spec)
+    problems = name_problems(spec)
     if problems:
         raise ValueError("; ".join(message for _, message in problems))
     data = dict(spec)

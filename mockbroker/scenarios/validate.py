@@ -16,7 +16,7 @@ from typing import Any
 
 from mockbroker.cluster_actions import ACTIONS, OPTIONAL
 from mockbroker.errors import KafkaError
-from mockbroker.faults.rules import FaultRule, fault_problems
+from mockbroker.faults.rules import FaultRule, fault_problems, name_problems
 from mockbroker.nearest import hint
 from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
@@ -234,6 +234,9 @@ class ClusterCheck:
                      + nearest(spec["fault"], faults))
         if kind in COUNTED and not {"exactly", "at_least", "at_most"} & set(spec):
             self.add([*where, kind], "give exactly, at_least or at_most")
+        if kind == "requests":  # an API or error name no request can have would never count
+            for key, message in name_problems({k: spec[k] for k in ("api", "error") if k in spec}):
+                self.add([*where, kind, *([key] if key else [])], message)
 
 
 def config_text(value: Any) -> str:

@@ -91,3 +91,16 @@ def test_a_wrong_fault_rule_is_a_400_naming_the_nearest(cluster: MockCluster, ru
     status, kind, _headers, body = call(cluster, "POST", "/faults", rule)
     assert (status, kind, body) == (400, "application/json", {"error": error})
     assert call(cluster, "GET", "/faults")[3] == {"faults": []}
+
+
+def test_an_unknown_api_name_for_the_journal_or_an_action_names_the_nearest(cluster: MockCluster) -> None:
+    """Not an empty journal forever (a wait that can never end) but a 400 naming the API meant."""
+    status, _kind, _headers, body = call(cluster, "GET", "/journal?api=Produse")
+    assert (status, body) == (400, {"error": "unknown API 'Produse' (did you mean 'Produce'?)"})
+    assert call(cluster, "GET", "/journal?api=produce")[0] == 200  # Kafka's name, in any case
+    status, _kind, _headers, body = call(cluster, "POST", "/actions", {"action": "move_leader", "topic": "seed",
+                                                                       "partiton": 0})
+    assert (status, body) == (400, {"error": "move_leader needs partition; move_leader does not take partiton "
+                                             "(did you mean 'partition'?)"})
+    status, _kind, _headers, body = call(cluster, "POST", "/actions", {"action": "brokr_down", "broker": 0})
+    assert (status, body) == (400, {"error": "unknown action 'brokr_down' (did you mean 'broker_down'?)"})
