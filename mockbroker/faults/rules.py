@@ -181,8 +181,10 @@ def name_problems(spec: dict[str, Any]) -> list[tuple[str | None, str]]:
         if key not in FIELDS:
             problems.append((str(key), f"unknown fault field {key!r}{hint(str(key), FIELDS)}"))
     for key, convert in (("api", _api_key), ("apis", _api_key), ("error", _error_code)):
-        values = spec.get(key, [])
-        for value in values if key == "apis" and isinstance(values, list) else [values] if key in spec else []:
+        if key not in spec:
+            continue
+        given = spec[key]
+        for value in given if key == "apis" and isinstance(given, list) else [given]:
             try:
                 convert(value)
             except ValueError as exc:
