@@ -192,8 +192,10 @@ def test_the_wheel_ships_the_top_level_scenarios_folder(dist: Path, wheel_bin: P
     assert packaged == top and not [n for n in names if n.startswith("scenarios/")]
     listed = run(wheel_bin / "mockbroker", "scenario", "list", cwd=elsewhere)
     assert listed.returncode == 0, listed.stderr
-    assert [line.split()[0] for line in listed.stdout.splitlines() if not line.startswith(" ")] == SCENARIOS
-    assert (site_package(wheel_bin) / "scenarios" / "library" / "throttling.yaml").is_file()
+    entries, _, footer = listed.stdout.rstrip("\n").rpartition("\n\n")
+    assert [line.split()[0] for line in entries.splitlines() if not line.startswith(" ")] == SCENARIOS
+    library = site_package(wheel_bin) / "scenarios" / "library"
+    assert (library / "throttling.yaml").is_file() and f" scenarios in {library};" in footer
 
 
 def test_a_shipped_scenario_runs_by_name(wheel_bin: Path, elsewhere: Path) -> None:
