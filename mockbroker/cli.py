@@ -129,9 +129,8 @@ def _log_level(text: str) -> str:
 
 
 def _latency(text: str) -> str:
-    from mockbroker.faults import latency
-
-    if text not in latency.PRESETS:  # one line naming the nearest preset
+    from mockbroker.faults import latency  # (one line naming the nearest preset)
+    if text not in latency.PRESETS:
         raise argparse.ArgumentTypeError(latency.unknown(text))
     return text
 
