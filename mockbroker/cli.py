@@ -2,9 +2,10 @@
 
     mockbroker serve --brokers 3 --port 9092 --topic orders:6 --config key=value
     mockbroker serve --control-port 9644       # also the HTTP control API (docs: control/openapi.yaml)
+    mockbroker serve --latency realistic       # every API as slow as Kafka's (mockbroker/faults/latency.py)
     mockbroker serve --listeners PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192 --sasl-user alice:secret
-    mockbroker scenario list
-    mockbroker scenario run NAME|FILE [--app | --exec CMD] [--json]
+    mockbroker scenario list                   # mockbroker scenario show NAME: one in full
+    mockbroker scenario run NAME|FILE [--app | --exec 'SHELL COMMAND'] [--json]
     mockbroker scenario check [NAME|FILE...]
     mockbroker audit --bootstrap-server HOST:PORT --topic T [--json FILE]   # Spark job; needs mockbroker[spark]
     mockbroker decode FRAME...        # print decoded request frames (bytes after the size prefix)
@@ -127,6 +128,13 @@ def _log_level(text: str) -> str:
     return level
 
 
+def _latency(text: str) -> str:
+    from mockbroker.faults import latency  # (one line naming the nearest preset)
+    if text not in latency.PRESETS:
+        raise argparse.ArgumentTypeError(latency.unknown(text))
+    return text
+
+
 def _topic(text: str) -> tuple[str, int | None]:
     from mockbroker.cluster_args import parse_topic_spec
     from mockbroker.state.topic_rules import validate_topic_name
@@ -243,7 +251,7 @@ def _check_serve(args: argparse.Namespace) -> MockCluster:
                            ssl_keyfile=args.ssl_keyfile, ssl_cafile=args.ssl_cafile,
                            ssl_client_auth=args.ssl_client_auth, racks=args.racks,
                            schema_registry=False if args.schema_registry_port is None else args.schema_registry_port,
-                           schema_registry_host=args.schema_registry_host,
+                           schema_registry_host=args.schema_registry_host, latency=args.latency,
                            oidc=False if args.oidc_port is None else {"host": args.oidc_host, "port": args.oidc_port})
     except (KafkaError, ValueError, OSError) as exc:
         message = (exc.message or str(exc)) if isinstance(exc, KafkaError) else str(exc)
@@ -365,14 +373,17 @@ def _add_scenario_parser(sub: Any) -> None:
     scenario = sub.add_parser("scenario", help="list, run or check declarative failure scenarios (YAML)",
                               description="A scenario is a YAML file or the name of a shipped one "
                                           "(mockbroker scenario list); an existing file path wins.")
-    verbs = scenario.add_subparsers(dest="verb", required=True, metavar="{list,run,check}")
-    verbs.add_parser("list", help="list the shipped scenarios, each with its one-line description")
+    verbs = scenario.add_subparsers(dest="verb", required=True, metavar="{list,show,run,check}")
+    verbs.add_parser("list", help="list the shipped scenarios, each with the first sentence of its description")
+    verbs.add_parser("show", help="print a scenario's file, its description whole").add_argument(
+        "file", metavar="NAME|FILE", help="a shipped scenario's name (see list) or a scenario file")
     run = verbs.add_parser("run", help="run a scenario: a shipped name or a file")
     run.add_argument("file", metavar="NAME|FILE", help="a shipped scenario's name (see list) or a scenario file")
     group = run.add_mutually_exclusive_group()
     group.add_argument("--app", action="store_true", help="run the scenario's own app command")
     group.add_argument("--exec", dest="exec_command", metavar="COMMAND",
-                       help="run this command as the application (KAFKA_BOOTSTRAP_SERVERS set)")
+                       help="run this shell command as the application (/bin/sh -c: $KAFKA_BOOTSTRAP_SERVERS "
+                            "expands, pipes work)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     run.add_argument("--port", type=_port, default=0, help="first broker's port (default: free ports)")
     run.add_argument("--host", default=os.environ.get("MOCKBROKER_HOST", "127.0.0.1"),
@@ -429,6 +440,10 @@ def _add_serve_parser(sub: Any) -> None:
     serve.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", type=_config_item,
                        help="broker config, Kafka names (e.g. auto.create.topics.enable=false); repeatable; "
                             "an unknown key is refused")
+    serve.add_argument("--latency", default=os.environ.get("MOCKBROKER_LATENCY") or None, type=_latency,
+                       metavar="PRESET",
+                       help="realistic: every API as slow as Kafka's in one data centre (replicated writes 3 ms, "
+                            "metadata changes 10 ms, the rest 1 ms; $MOCKBROKER_LATENCY)")
     serve.add_argument("--racks", default=os.environ.get("MOCKBROKER_RACKS") or None, metavar="RACK,RACK,...",
                        help="each broker's broker.rack, one per broker in node id order (e.g. a,b,c; "
                             "$MOCKBROKER_RACKS)")

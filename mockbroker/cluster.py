@@ -23,6 +23,8 @@ from mockbroker.cluster_args import check_arguments
 from mockbroker.cluster_faults import FaultsMixin
 from mockbroker.cluster_oidc import OidcMixin, oidc_options
 from mockbroker.cluster_registry import RegistryMixin, registry_port
+from mockbroker.faults.latency import check as latency_preset
+from mockbroker.faults.latency import rules as latency_rules
 from mockbroker.server.broker import BrokerServer
 from mockbroker.server.security import Security
 from mockbroker.state import broker_actions
@@ -71,8 +73,11 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin):
         schema_registry: bool | int = False,
         schema_registry_host: str = "127.0.0.1",
         oidc: bool | int | Mapping[str, Any] = False,
+        latency: str | None = None,
     ) -> None:
         check_arguments(brokers, port, control_port, topics)  # ValueError before anything listens
+        # a latency preset (mockbroker.faults.latency): every API answers as late as Kafka's would
+        self._latency = latency if latency is None else latency_preset(latency)
         # a Schema Registry beside the brokers (mockbroker.cluster_registry): True for a free port, or a port
         self._registry_options = (schema_registry_host, registry_port(schema_registry))
         self.schema_registry = None
@@ -87,6 +92,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin):
             if value is not None:
                 config[key] = value
         self.state = ClusterState(config, clock)
+        self._add_latency(self.state)
         self.host = host
         self.security = Security.from_options(self.state.config, host, port, ssl_context=ssl_context,
                                               ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
@@ -425,6 +431,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin):
         for node_id in list(self.state.down_brokers):
             await self.broker_up_async(node_id)
         fresh = ClusterState(dict(self.state.config.values), self.state.clock)
+        self._add_latency(fresh)
         for user, password in self._sasl_users.items():
             fresh.credentials.add_user(user, password)
         for server in self.brokers:
@@ -435,6 +442,12 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin):
             fresh.create_topic(name, partitions)
         self._reset_registry()
         self._reset_oidc()
+
+    def _add_latency(self, state: ClusterState) -> None:
+        """The latency preset's delay rules (``latency-1ms``, ...), first among the state's fault rules."""
+        if self._latency is not None:
+            for spec in latency_rules(self._latency):
+                state.faults.add(spec)
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the cluster's loop from sync code (or schedule it when on the loop)."""

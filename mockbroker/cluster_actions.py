@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mockbroker.nearest import hint
 from mockbroker.state import broker_actions
 from mockbroker.state.inspect import append_records
 
@@ -30,14 +31,17 @@ BATCH_RECORDS = 500
 def check_action(spec: dict[str, Any]) -> str:
     action = spec.get("action")
     if action not in ACTIONS:
-        raise ValueError(f"unknown action {action!r} (one of {', '.join(ACTIONS)})")
+        raise ValueError(f"unknown action {action!r}"
+                         + (hint(str(action), ACTIONS) or f" (one of {', '.join(ACTIONS)})"))
     missing = [n for n in ACTIONS[action] if n not in spec]
-    if missing:
-        raise ValueError(f"{action} needs {', '.join(missing)}")
     allowed = {"action", *ACTIONS[action], *OPTIONAL.get(action, [])}
-    extra = set(spec) - allowed
-    if extra:
-        raise ValueError(f"{action} does not take {', '.join(sorted(extra))}")
+    extra = sorted(set(spec) - allowed, key=str)
+    problems = [f"{action} needs {', '.join(missing)}"] if missing else []
+    if extra:  # (a misspelt field is both: the nearest name says which)
+        problems.append(f"{action} does not take {', '.join(map(str, extra))}"
+                        + "".join(hint(str(key), sorted(allowed)) for key in extra))
+    if problems:
+        raise ValueError("; ".join(problems))
     return action
 
 

@@ -7,6 +7,9 @@
     @pytest.mark.mockbroker(brokers=3, topics={"orders": 6}, config={"auto.create.topics.enable": "false"})
     def test_three_brokers(mock_cluster): ...
 
+    @pytest.mark.mockbroker(latency="realistic")   # Kafka's latencies: Produce, EndTxn 3 ms, the rest 1 ms
+    def test_timing(mock_cluster): ...
+
     def test_two_clusters(mock_cluster_factory):
         a, b = mock_cluster_factory(), mock_cluster_factory(brokers=2)
 
@@ -34,23 +37,28 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from mockbroker.cluster import MockCluster
+from mockbroker.nearest import hint
 
 if TYPE_CHECKING:
     from mockbroker.scenarios.runner import ScenarioRun
 
-_OPTIONS = ("brokers", "topics", "config", "host", "clock", "oidc")  # oidc: MockCluster(oidc=...), a mock OIDC provider
+# latency: a preset (mockbroker.faults.latency); oidc: MockCluster(oidc=...), a mock OIDC provider
+_OPTIONS = ("brokers", "topics", "config", "host", "clock", "latency", "oidc")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "mockbroker(brokers=1, topics=None, config=None, host='127.0.0.1', clock=None): "
-        "options for the mock_cluster fixture (clock: a mockbroker.state.clock.ManualClock, say)")
+        "markers", "mockbroker(brokers=1, topics=None, config=None, host='127.0.0.1', clock=None, "
+        "latency=None, oidc=False): options for the mock_cluster fixture (clock: a "
+        "mockbroker.state.clock.ManualClock, say; latency='realistic': every API answers as late as "
+        "Kafka's would; oidc: a mock OIDC provider)")
 
 
 def _checked(options: dict[str, Any]) -> dict[str, Any]:
     unknown = set(options) - set(_OPTIONS)
     if unknown:
-        raise pytest.UsageError(f"mockbroker: unknown cluster option(s) {sorted(unknown)}; use {list(_OPTIONS)}")
+        near = "".join(hint(str(name), _OPTIONS) for name in sorted(unknown, key=str))
+        raise pytest.UsageError(f"mockbroker: unknown cluster option(s) {sorted(unknown)}{near}; use {list(_OPTIONS)}")
     return options
 
 

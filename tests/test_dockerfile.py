@@ -73,6 +73,10 @@ def test_image_shape() -> None:
     stages = [rest for word, rest in instructions() if word == "FROM"]
     assert stages == ["python:3.11 AS build", "python:3.11-slim"]  # C extension built, slim image served
     assert any(word == "COPY" and rest.startswith("--from=build /wheels") for word, rest in instructions())
+    # the wheel is built from the package and the top-level scenarios/ folder (setup.py packages it inside)
+    copied = {source for word, rest in instructions() if word == "COPY" and not rest.startswith("--")
+              for source in rest.split()[:-1]}
+    assert {"mockbroker", "scenarios", "setup.py", "pyproject.toml"} <= copied
     installs = [rest for word, rest in instructions() if word == "RUN" and "pip install" in rest]
     # the runtime and the Schema Registry's extra only (no Spark, no test tools)
     assert len(installs) == 1 and re.findall(r"\[[^\]]*\]", installs[0]) == ["[schema-registry]"]

@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.clients]
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 BUILD_INPUTS = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "MANIFEST.in")
+SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml"))  # the shipped ones, top-level folder
 # pip's words when no index answers (offline machine, blocked network), as opposed to a broken package
 UNREACHABLE = re.compile(r"Could not find a version|No matching distribution|NewConnectionError|"
                          r"Network is unreachable|Temporary failure in name resolution|ProxyError|ConnectTimeout")
@@ -49,8 +50,9 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in BUILD_INPUTS:
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "mockbroker", src / "mockbroker",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.egg-info"))
+    for folder in ("mockbroker", "scenarios"):  # scenarios/: the shipped scenarios, packaged inside mockbroker
+        shutil.copytree(ROOT / folder, src / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.egg-info"))
     out = tmp_path_factory.mktemp("dist")
     built = run(sys.executable, "-m", "build", "--no-isolation", "--outdir", out, src, cwd=src)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
@@ -174,6 +176,26 @@ def test_wheel_installs_the_runtime_alone(wheel_bin: Path, elsewhere: Path) -> N
 def test_version_from_another_directory(wheel_bin: Path, elsewhere: Path) -> None:
     done = run(wheel_bin / "mockbroker", "--version", cwd=elsewhere)
     assert (done.returncode, done.stdout, done.stderr) == (0, f"mockbroker {VERSION}\n", "")
+
+
+def test_the_wheel_ships_the_top_level_scenarios_folder(dist: Path, wheel_bin: Path, elsewhere: Path) -> None:
+    """The repository's scenarios/ (beside mockbroker/) lands inside the package, and an installed
+    ``scenario list`` shows exactly that folder's scenarios."""
+    import zipfile
+
+    (wheel,) = dist.glob("mockbroker-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    packaged = sorted(n.removeprefix("mockbroker/scenarios/library/") for n in names
+                      if n.startswith("mockbroker/scenarios/library/"))
+    top = sorted(str(p.relative_to(ROOT / "scenarios")) for p in (ROOT / "scenarios").rglob("*")
+                 if p.is_file() and "__pycache__" not in p.parts)
+    assert packaged == top and not [n for n in names if n.startswith("scenarios/")]
+    listed = run(wheel_bin / "mockbroker", "scenario", "list", cwd=elsewhere)
+    assert listed.returncode == 0, listed.stderr
+    entries, _, footer = listed.stdout.rstrip("\n").rpartition("\n\n")
+    assert [line.split()[0] for line in entries.splitlines() if not line.startswith(" ")] == SCENARIOS
+    library = site_package(wheel_bin) / "scenarios" / "library"
+    assert (library / "throttling.yaml").is_file() and f" scenarios in {library};" in footer
 
 
 def test_a_shipped_scenario_runs_by_name(wheel_bin: Path, elsewhere: Path) -> None:

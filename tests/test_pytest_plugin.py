@@ -43,6 +43,21 @@ def test_marker(mock_cluster):
     assert mock_cluster.state.config["auto.create.topics.enable"] is False
 
 
+@pytest.mark.mockbroker(topics={"ledger": 1}, latency="realistic")
+def test_marker_latency(mock_cluster, kafka_bootstrap):  # Kafka's latencies: a commit takes its 3 ms
+    import time, uuid
+
+    p = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": uuid.uuid4().hex})
+    p.init_transactions(20)
+    p.begin_transaction()
+    p.produce("ledger", b"v")
+    assert p.flush(20) == 0
+    start = time.perf_counter()
+    p.commit_transaction(20)
+    assert time.perf_counter() - start >= 0.003
+    assert "latency-3ms" in [rule.name for rule in mock_cluster.faults.listed()]
+
+
 def test_factory(mock_cluster_factory):
     one, two = mock_cluster_factory(), mock_cluster_factory(brokers=2, topics={"t": 1})
     assert one.bootstrap_servers != two.bootstrap_servers and len(two.brokers) == 2
@@ -88,7 +103,9 @@ def test_a_shipped_scenario_by_name(mock_scenario):  # pytester's cwd is a tempo
                 time.sleep(0.07)
         assert p.flush(30) == 0
         assert run.wait_steps(timeout=10)
-    assert run.scenario.path.parent.name == "library"
+    from mockbroker.scenarios import shipped
+
+    assert run.scenario.path == shipped.LIBRARY / "throttling.yaml"  # the repository's scenarios/ folder
     assert run.result.passed, run.result.report()
 
 
@@ -134,12 +151,12 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_the_plugin_in_one_process(inner: pytest.Pytester) -> None:
     result = inner.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=11)
+    result.assert_outcomes(passed=12)
 
 
 def test_the_plugin_under_xdist(inner: pytest.Pytester) -> None:
     result = inner.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=11)
+    result.assert_outcomes(passed=12)
 
 
 def test_a_bad_marker_is_a_usage_error(pytester: pytest.Pytester) -> None:

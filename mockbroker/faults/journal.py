@@ -180,6 +180,12 @@ class Journal:
 
     def entries(self, api: str | int | None = None, client_id: str | None = None, broker: int | None = None,
                 since_seq: int = 0, errors_only: bool = False) -> list[JournalEntry]:
+        """The entries kept, oldest first, of ``api`` (Kafka's name in any case, or its key) and the rest; an
+        unknown API name raises ValueError naming the nearest (not an empty list forever)."""
+        if isinstance(api, str):
+            from mockbroker.faults.rules import api_name_of  # (only when asked by name)
+
+            api = api_name_of(api)
         items = list(self._entries)
         out = []
         for e in items:

@@ -7,7 +7,8 @@ removed), may act only with a seeded probability or inside a time window, and ha
 
     error       answer with an error code (``scope`` "request": top level, or "partition": only the
                 matching partitions; nothing is handled, so no state changes)
-    delay       handle, then hold the answer ``delay_ms``
+    delay       handle, then hold the answer ``delay_ms`` (when several delay rules act on one request, their
+                delays add up: a latency preset's, faults.latency, and a test's own)
     drop_before close the connection before handling
     drop_after  handle (state changes happen), then close the connection instead of answering
     no_reply    never answer: the connection hangs until the client gives up
@@ -23,14 +24,45 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from mockbroker.errors import ErrorCode
 from mockbroker.faults.facts import Facts
+from mockbroker.nearest import hint
 from mockbroker.protocol import api
 
 ACTIONS = ("error", "delay", "drop_before", "drop_after", "no_reply", "throttle", "corrupt_crc", "truncate",
            "observe")
+
+
+FIELDS = ("action", "api", "apis", "version", "versions", "broker", "brokers", "topic", "topics", "partition",
+          "partitions", "group", "groups", "transactional_id", "transactional_ids", "client_id", "nth", "times",
+          "probability", "seed", "after_ms", "until_ms", "error", "scope", "delay_ms", "throttle_ms", "name")
+
+
+@cache
+def api_names() -> dict[str, int]:
+    """Every API's name (Kafka's: ``Produce``, ``EndTxn``, ...) to its key."""
+    return {entry[0]: key for key, entry in api.APIS.items()}
+
+
+@cache
+def _folded_api_names() -> dict[str, str]:
+    return {name.casefold(): name for name in api_names()}
+
+
+def api_name_of(value: str) -> str:
+    """Kafka's spelling of an API name given in any case; ValueError naming the nearest for an unknown one."""
+    found = _folded_api_names().get(value.casefold())
+    if found is None:
+        raise ValueError(f"unknown API {value!r}{hint(value, api_names(), prefix=True)}")
+    return found
+
+
+def unknown_action(action: Any) -> str:
+    """``unknown action 'dealy' (did you mean 'delay'?)``, or the list of actions when none is close."""
+    return f"unknown action {action!r}" + (hint(str(action), ACTIONS) or f" (one of {', '.join(ACTIONS)})")
 
 
 def _api_key(value: int | str) -> int:
@@ -38,13 +70,7 @@ def _api_key(value: int | str) -> int:
         return value
     if value.isdigit():
         return int(value)
-    for key in range(0, 100):
-        try:
-            if api.api_name(key).lower() == value.lower():
-                return key
-        except Exception:
-            continue
-    raise ValueError(f"unknown API {value!r}")
+    return api_names()[api_name_of(value)]
 
 
 def _error_code(value: int | str) -> int:
@@ -53,7 +79,8 @@ def _error_code(value: int | str) -> int:
     try:
         return int(ErrorCode[value.upper()])
     except KeyError:
-        raise ValueError(f"unknown error code {value!r}") from None
+        names = [e.name for e in ErrorCode]
+        raise ValueError(f"unknown error code {value!r}{hint(value, names, prefix=True)}") from None
 
 
 @dataclass
@@ -87,7 +114,7 @@ class FaultRule:
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
-            raise ValueError(f"unknown action {self.action!r} (one of {', '.join(ACTIONS)})")
+            raise ValueError(unknown_action(self.action))
         if self.action == "error" and not self.error:
             raise ValueError("an error rule needs an error code")
         if self.scope not in ("request", "partition"):
@@ -147,15 +174,49 @@ class FaultRule:
         return out
 
 
+def name_problems(spec: dict[str, Any]) -> list[tuple[str | None, str]]:
+    """Unknown fields, API names, error codes and actions, each with the nearest known name."""
+    problems: list[tuple[str | None, str]] = []
+    for key in spec:
+        if key not in FIELDS:
+            problems.append((str(key), f"unknown fault field {key!r}{hint(str(key), FIELDS)}"))
+    for key, convert in (("api", _api_key), ("apis", _api_key), ("error", _error_code)):
+        if key not in spec:
+            continue
+        given = spec[key]
+        for value in given if key == "apis" and isinstance(given, list) else [given]:
+            try:
+                convert(value)
+            except ValueError as exc:
+                problems.append((key, str(exc)))
+            except (AttributeError, TypeError):
+                problems.append((key, f"{key} must be a name or a number, not {value!r}"))
+    action = spec.get("action")
+    if isinstance(action, str) and action not in ACTIONS:
+        problems.append(("action", unknown_action(action)))
+    return problems
+
+
+def fault_problems(spec: dict[str, Any]) -> list[tuple[str | None, str]]:
+    """Every problem of a fault rule's plain data, each with the field it is about (None: the rule as a
+    whole): unknown fields, API names, error codes and actions (each with the nearest known name), else
+    what :class:`FaultRule` refuses.  Empty when :func:`rule_from_dict` builds the rule."""
+    problems = name_problems(spec)
+    if not problems:
+        try:
+            rule_from_dict(spec)
+        except (ValueError, TypeError) as exc:
+            problems.append((None, str(exc)))
+    return problems
+
+
 def rule_from_dict(spec: dict[str, Any]) -> FaultRule:
-    """A rule from plain data (YAML, JSON, keyword arguments): API and error names are accepted."""
+    """A rule from plain data (YAML, JSON, keyword arguments): API and error names are accepted.  A wrong
+    name raises ValueError naming every wrong name and the nearest known ones (``; ``-separated)."""
+    problems = name_problems(spec)
+    if problems:
+        raise ValueError("; ".join(message for _, message in problems))
     data = dict(spec)
-    unknown = set(data) - {"action", "api", "apis", "version", "versions", "broker", "brokers", "topic", "topics",
-                           "partition", "partitions", "group", "groups", "transactional_id", "transactional_ids",
-                           "client_id", "nth", "times", "probability", "seed", "after_ms", "until_ms", "error",
-                           "scope", "delay_ms", "throttle_ms", "name"}
-    if unknown:
-        raise ValueError(f"unknown fault field(s): {', '.join(sorted(unknown))}")
 
     def many(single: str, plural: str, convert: Any = lambda v: v) -> set[Any] | None:
         values: list[Any] = []

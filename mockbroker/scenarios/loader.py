@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from mockbroker.nearest import did_you_mean
 from mockbroker.scenarios import shipped
 from mockbroker.scenarios.validate import (
     STEP_KINDS,
@@ -67,6 +68,7 @@ class Scenario:
     config: dict[str, str] = field(default_factory=dict)
     sasl_users: dict[str, str] = field(default_factory=dict)
     schema_registry: bool = False
+    latency: str | None = None  # a latency preset (mockbroker.faults.latency)
     topics: list[dict[str, Any]] = field(default_factory=list)
     timeout_s: float = DEFAULT_TIMEOUT_S
     app: list[str] | None = None
@@ -133,16 +135,35 @@ def _unit(path: Where) -> Unit:
     return tuple(path[:1])
 
 
-def _schema_message(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
+def _known_properties(node: dict[str, Any]) -> list[str]:
+    """The property names a schema node declares, through its ``allOf`` and local ``$ref``s."""
+    names = list(node.get("properties", {}))
+    for part in node.get("allOf", []):
+        names += _known_properties(part)
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        names += _known_properties(schema()["$defs"][ref.removeprefix("#/$defs/")])
+    return list(dict.fromkeys(names))
+
+
+def _schema_messages(error: jsonschema.ValidationError) -> list[tuple[list[Any], str]]:
+    """One schema error as lines: one per unexpected key (each with the nearest known name), else one."""
     path = list(error.absolute_path)
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = list(error.schema.get("properties", {}))
+    if error.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(error.instance, dict):
+        known = _known_properties(error.schema)
         extra = [k for k in error.instance if k not in known]
         if extra:
-            return [*path, extra[0]], error.message + nearest(str(extra[0]), known)
+            return [([*path, key], f"Additional properties are not allowed ({key!r} was unexpected)"
+                     + nearest(str(key), known)) for key in extra]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        known = _known_properties(error.schema)
+        meant = {did_you_mean(str(k), known) for k in error.instance if k not in known}
+        missing = [name for name in error.validator_value if name not in error.instance]
+        if missing and set(missing) <= meant:
+            return []  # said already: the unexpected key that was meant for it names it
     if error.validator == "enum" and isinstance(error.instance, str):
-        return path, error.message + nearest(error.instance, [str(v) for v in error.validator_value])
-    return path, error.message
+        return [(path, error.message + nearest(error.instance, [str(v) for v in error.validator_value]))]
+    return [(path, error.message)]
 
 
 def load_text(text: str, path: Path | None = None) -> Scenario:
@@ -183,9 +204,10 @@ def _shape(data: dict[str, Any], add: Any) -> set[Unit]:
         by_unit.setdefault(_unit(list(error.absolute_path)), []).append(error)
     for unit, errors in by_unit.items():
         if unit not in bad:
-            best = jsonschema.exceptions.best_match(errors)
-            if best is not None:
-                add(*_schema_message(best))
+            for error in errors:  # every problem of the part; of a oneOf/anyOf, its most relevant branch
+                best = jsonschema.exceptions.best_match([error])
+                for where, message in _schema_messages(best if best is not None else error):
+                    add(where, message)
             bad.add(unit)
     return bad
 
@@ -247,6 +269,7 @@ def _build(data: dict[str, Any], path: Path | None) -> Scenario:
         name=data["name"], path=path, description=data.get("description", ""),
         brokers=cluster.get("brokers", 1), config={k: config_text(v) for k, v in cluster.get("config", {}).items()},
         sasl_users=dict(cluster.get("sasl_users", {})), schema_registry=bool(cluster.get("schema_registry", False)),
+        latency=cluster.get("latency"),
         topics=cluster.get("topics", []), app=data.get("app"), end=data.get("end"), expect=data.get("expect", []),
         on_failure=data.get("on_failure", "stop"),
     )

@@ -88,7 +88,8 @@ class ScenarioRun:
         self.scenario = scenario
         self.cluster = MockCluster(brokers=scenario.brokers, host=host, port=port, config=scenario.config,
                                    control_port=control_port, control_host=host, advertised_host=advertised_host,
-                                   sasl_users=scenario.sasl_users, schema_registry=scenario.schema_registry)
+                                   sasl_users=scenario.sasl_users, schema_registry=scenario.schema_registry,
+                                   latency=scenario.latency)
         self.progress = progress
         self.steps = [StepOutcome(s.name, s.index) for s in scenario.steps]
         self.faults: dict[str, FaultRule] = {}  # named rules, kept after removal for their hits

@@ -1,6 +1,10 @@
-"""The scenarios shipped inside the package (``mockbroker/scenarios/library/NAME.yaml``) and how a
-reference to a scenario is resolved: an existing file path wins, else a shipped name (with or
-without ``.yaml``); anything else is an error naming the nearest shipped scenarios."""
+"""The shipped scenarios and how a reference to a scenario is resolved: an existing file path wins, else a
+shipped name (with or without ``.yaml``); anything else is an error naming the nearest shipped scenarios.
+
+The shipped scenarios live in the repository's top-level ``scenarios/`` folder (beside ``mockbroker/``);
+the wheel packages that folder as ``mockbroker/scenarios/library/`` (setup.py's ``package_dir``).
+:data:`LIBRARY` is the packaged folder where it exists (an installed wheel or sdist), else the
+repository's own (a source checkout or an editable install): one folder, never both."""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from pathlib import Path
 
 import yaml
 
-LIBRARY = Path(__file__).with_name("library")
+PACKAGED = Path(__file__).with_name("library")  # where a wheel puts the top-level scenarios/ folder
+LIBRARY = PACKAGED if PACKAGED.is_dir() else Path(__file__).resolve().parents[2] / "scenarios"
 
 
 class UnknownScenario(LookupError):
@@ -41,6 +46,7 @@ def resolve(ref: str | Path, *, files: bool = True) -> Path:
 
 
 def unknown_message(ref: str) -> str:
+    """One line: no such file or shipped name, with the nearest shipped names."""
     shipped = names()
     stem = Path(ref).name.removesuffix(".yaml").removesuffix(".yml")
     looks_like_path = "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml"))

@@ -16,9 +16,9 @@ from typing import Any
 
 from mockbroker.cluster_actions import ACTIONS, OPTIONAL
 from mockbroker.errors import KafkaError
-from mockbroker.faults import rule_from_dict
-from mockbroker.faults.rules import FaultRule
-from mockbroker.state.config import BrokerConfig, TopicConfig, did_you_mean
+from mockbroker.faults.rules import FaultRule, fault_problems, name_problems
+from mockbroker.nearest import hint
+from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE
 from mockbroker.state.topic_rules import validate_topic_name
 
@@ -38,9 +38,8 @@ Add = Callable[[Where, str], None]
 
 
 def nearest(word: str, known: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` when a known word is close (config.did_you_mean), else ''."""
-    found = did_you_mean(word, known)
-    return f" (did you mean {found!r}?)" if found else ""
+    """`` (did you mean 'x'?)`` when a known word is close (mockbroker.nearest, as for every name), else ''."""
+    return hint(word, known)
 
 
 def _reason(exc: Exception) -> str:
@@ -201,15 +200,13 @@ class ClusterCheck:
                 self.add([*where, "rule"], str(exc))
 
     def fault(self, spec: dict[str, Any], where: Where, what: str = "fault") -> bool:
-        unknown = [k for k in spec if k not in FAULT_FIELDS]
-        for key in unknown:
-            self.add([*where, key], f"unknown {what} field {key!r}{nearest(str(key), FAULT_FIELDS)}")
-        if unknown:
-            return False
-        try:
-            rule_from_dict(spec)
-        except (ValueError, TypeError, KafkaError) as exc:
-            self.add(where, _reason(exc))
+        """Every problem of a fault rule (or a request trigger's matcher), each at its field."""
+        problems = fault_problems(spec)
+        for key, message in problems:
+            if key is not None and key not in FAULT_FIELDS:
+                message = f"unknown {what} field {key!r}{nearest(key, FAULT_FIELDS)}"
+            self.add([*where, key] if key is not None else where, message)
+        if problems:
             return False
         self.matcher(spec, where)
         return True
@@ -237,6 +234,9 @@ class ClusterCheck:
                      + nearest(spec["fault"], faults))
         if kind in COUNTED and not {"exactly", "at_least", "at_most"} & set(spec):
             self.add([*where, kind], "give exactly, at_least or at_most")
+        if kind == "requests":  # an API or error name no request can have would never count
+            for key, message in name_problems({k: spec[k] for k in ("api", "error") if k in spec}):
+                self.add([*where, kind, *([key] if key else [])], message)
 
 
 def config_text(value: Any) -> str:

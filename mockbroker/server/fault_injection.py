@@ -134,21 +134,21 @@ def _after(answer: Any, rules: list[FaultRule], ctx: RequestContext,
     if corrupt is not None and ctx.api_key == 1 and not _corrupt_first_batch(answer):
         log.info("broker %s: fault rule #%s: no record batch to corrupt in this answer", ctx.broker_id, corrupt.id)
     throttle = _first(rules, "throttle")
-    delay = _first(rules, "delay")
+    delays = [r for r in rules if r.action == "delay"]  # several add up (a latency preset's and a test's own)
     truncate = _first(rules, "truncate")
     if throttle is not None:
         ctx.throttle_ms = max(ctx.throttle_ms, throttle.throttle_ms)
         if hasattr(answer, "throttle_time_ms"):
             answer.throttle_time_ms = throttle.throttle_ms
-    if throttle is None and delay is None and truncate is None:
+    if throttle is None and not delays and truncate is None:
         return finish(answer)
-    return _timed(ctx, answer, finish, throttle, delay, truncate)
+    return _timed(ctx, answer, finish, throttle, sum(r.delay_ms for r in delays), truncate)
 
 
 async def _timed(ctx: RequestContext, answer: Any, finish: Finish,
-                 throttle: FaultRule | None, delay: FaultRule | None, truncate: FaultRule | None) -> list[Any] | None:
-    if delay is not None:
-        await asyncio.sleep(delay.delay_ms / 1000)
+                 throttle: FaultRule | None, delay_ms: int, truncate: FaultRule | None) -> list[Any] | None:
+    if delay_ms:
+        await asyncio.sleep(delay_ms / 1000)
     buffers = finish(answer)  # after the delay, so the journal's latency includes it
     if inspect.isawaitable(buffers):  # throttled by a client quota as well
         buffers = await buffers

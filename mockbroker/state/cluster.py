@@ -324,7 +324,8 @@ class ClusterState:
         for key, value in configs.items():
             kind = KAFKA_TOPIC_CONFIGS.get(key)
             if kind is None:
-                from mockbroker.state.config import did_you_mean, topic_names
+                from mockbroker.nearest import did_you_mean
+                from mockbroker.state.config import topic_names
 
                 near = did_you_mean(key, topic_names())  # Kafka's message, and the name meant
                 raise KafkaError(ErrorCode.INVALID_CONFIG,

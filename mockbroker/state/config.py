@@ -6,10 +6,11 @@ with the topic names (``message.timestamp.type``), as in Kafka.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.nearest import did_you_mean
 from mockbroker.state.memory_cap import TOTAL_CAP, default_total_cap
 
 INT64_MAX = 2**63 - 1
@@ -203,12 +204,6 @@ def topic_names() -> set[str]:
     return set(_catalogue().TOPIC_CONFIGS) | set(TOPIC_TO_BROKER)
 
 
-def did_you_mean(name: str, known: Iterable[str]) -> str | None:
-    """The known name closest to ``name`` (a typo), or None when none is close."""
-    import difflib  # only when a name is wrong
-
-    near = difflib.get_close_matches(name, sorted(known), 1, 0.6)
-    return near[0] if near else None
 
 
 def unknown_config_message(kind: str, name: str) -> str:

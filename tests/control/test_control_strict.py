@@ -73,3 +73,34 @@ def test_with_a_token_an_unknown_route_still_wants_the_token() -> None:
         assert call(cluster, "GET", "/nope")[0] == 401
         status, kind, _headers, body = call(cluster, "GET", "/nope", token="s3cret")
         assert (status, kind) == (404, "application/json") and "/nope" in body["error"]
+
+
+@pytest.mark.parametrize(("rule", "error"), [
+    ({"api": "Produse", "error": "NOT_LEADER_OR_FOLLOWER"}, "unknown API 'Produse' (did you mean 'Produce'?)"),
+    ({"api": "Produce", "error": "NOT_LEADER"},
+     "unknown error code 'NOT_LEADER' (did you mean 'NOT_LEADER_OR_FOLLOWER'?)"),
+    ({"api": "Fetch", "action": "dealy", "delay_ms": 5}, "unknown action 'dealy' (did you mean 'delay'?)"),
+    ({"api": "Produse", "error": "NOT_LEADER", "brokr": 0},
+     "unknown fault field 'brokr' (did you mean 'broker'?); unknown API 'Produse' (did you mean 'Produce'?); "
+     "unknown error code 'NOT_LEADER' (did you mean 'NOT_LEADER_OR_FOLLOWER'?)"),
+])
+def test_a_wrong_fault_rule_is_a_400_naming_the_nearest(cluster: MockCluster, rule: dict[str, Any],
+                                                        error: str) -> None:
+    """POST /faults with a misspelt API, error code, action or field: one 400 naming every wrong name and
+    the nearest known one; no rule is added."""
+    status, kind, _headers, body = call(cluster, "POST", "/faults", rule)
+    assert (status, kind, body) == (400, "application/json", {"error": error})
+    assert call(cluster, "GET", "/faults")[3] == {"faults": []}
+
+
+def test_an_unknown_api_name_for_the_journal_or_an_action_names_the_nearest(cluster: MockCluster) -> None:
+    """Not an empty journal forever (a wait that can never end) but a 400 naming the API meant."""
+    status, _kind, _headers, body = call(cluster, "GET", "/journal?api=Produse")
+    assert (status, body) == (400, {"error": "unknown API 'Produse' (did you mean 'Produce'?)"})
+    assert call(cluster, "GET", "/journal?api=produce")[0] == 200  # Kafka's name, in any case
+    status, _kind, _headers, body = call(cluster, "POST", "/actions", {"action": "move_leader", "topic": "seed",
+                                                                       "partiton": 0})
+    assert (status, body) == (400, {"error": "move_leader needs partition; move_leader does not take partiton "
+                                             "(did you mean 'partition'?)"})
+    status, _kind, _headers, body = call(cluster, "POST", "/actions", {"action": "brokr_down", "broker": 0})
+    assert (status, body) == (400, {"error": "unknown action 'brokr_down' (did you mean 'broker_down'?)"})

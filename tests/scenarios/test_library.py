@@ -12,7 +12,8 @@ import pytest
 
 from mockbroker.scenarios import ScenarioError, ScenarioRun, load_file, shipped
 
-LIBRARY = Path(__file__).resolve().parents[2] / "mockbroker" / "scenarios" / "library"
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY = ROOT / "scenarios"  # the repository's top-level folder (the wheel packages it inside mockbroker)
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -20,20 +21,28 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           timeout=120, cwd=cwd)
 
 
-def test_the_library_is_the_package_folder() -> None:
+def test_the_library_is_the_top_level_scenarios_folder() -> None:
+    """A source checkout (and an editable install) reads the top-level scenarios/ beside mockbroker/, tests/
+    and docker/; no copy is left inside the package to drift from it."""
     assert shipped.LIBRARY == LIBRARY
+    assert not (ROOT / "mockbroker" / "scenarios" / "library").exists()
+    assert {p.name for p in ROOT.iterdir() if p.is_dir()} >= {"mockbroker", "tests", "docker", "scenarios"}
     assert shipped.names() == sorted(p.stem for p in LIBRARY.glob("*.yaml")) and len(shipped.names()) >= 8
     assert all((LIBRARY / "apps" / f"{app}.py").is_file() for app in ("produce", "consume", "transactions"))
 
 
-def test_list_prints_every_name_with_one_line(tmp_path: Path) -> None:
+def test_list_prints_every_name_with_its_first_sentence(tmp_path: Path) -> None:
+    """(Wrapped under the description column: tests/scenarios/test_list_show_exec.py reads them whole.)"""
     done = cli("list", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == shipped.names()
-    throttling = next(line for line in lines if line.startswith("throttling "))
-    assert "Until three Produce answers have carried it, every" in throttling
+    lines = done.stdout.split("\n\n")[0].splitlines()
+    assert [line.split()[0] for line in lines if not line.startswith(" ")] == shipped.names()
+    assert lines[names_at(lines, "throttling")].split(None, 1)[1].startswith("Until three Produce answers have carried")
     assert all(len(line) <= 100 for line in lines)
+
+
+def names_at(lines: list[str], name: str) -> int:
+    return next(i for i, line in enumerate(lines) if line.startswith(name + " "))
 
 
 def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
@@ -72,7 +81,9 @@ def test_a_file_path_wins_over_a_shipped_name(tmp_path: Path) -> None:
     ("scenarios/throttling.yaml", "scenarios/throttling.yaml: no such file; the shipped scenario 'throttling' "
                                   "runs by name: throttling"),
 ])
-def test_an_unknown_name_names_the_nearest_and_exits_2(tmp_path: Path, ref: str, line: str) -> None:
+def test_an_unknown_name_names_the_nearest_and_exits_2(tmp_path: Path, ref: str, line: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # (from the repository's root, scenarios/throttling.yaml is a file)
     for verb in ("check", "run"):
         done = cli(verb, ref, cwd=tmp_path)
         assert done.returncode == 2 and done.stderr.splitlines() == [line], (verb, done.stderr)

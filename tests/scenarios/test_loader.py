@@ -12,7 +12,7 @@ from mockbroker.scenarios import ScenarioError, load_file, load_text
 from mockbroker.scenarios.loader import parse_duration
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = sorted((ROOT / "mockbroker" / "scenarios" / "library").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
 
 GOOD = """\
 name: ok
@@ -43,7 +43,8 @@ def test_a_good_file() -> None:
 
 @pytest.mark.parametrize(("text", "line", "message"), [
     ("name: x\nsteps:\n  - action: explode\n", 3, "steps[0].action: 'explode' is not one of"),
-    ("name: x\nsteps:\n  - fault: {api: Produce, action: explode}\n", 3, "steps[0].fault: unknown action 'explode'"),
+    ("name: x\nsteps:\n  - fault: {api: Produce, action: explode}\n", 3,
+     "steps[0].fault.action: unknown action 'explode'"),
     ("name: x\nsteps:\n  - fault: {api: Prodce, error: 6}\n", 3, "unknown API 'Prodce'"),
     ("name: x\nsteps:\n  - fault: {api: Produce, error: NOPE}\n", 3, "unknown error code 'NOPE'"),
     ("name: x\nsteps: []\nexpect:\n  - records: {topic: t}\n", 4, "give exactly, at_least or at_most"),

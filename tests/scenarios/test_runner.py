@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaProducer
 from mockbroker.scenarios import ScenarioRun, load_text
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = sorted((ROOT / "mockbroker" / "scenarios" / "library").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
 
 PRODUCER = (
     "import os\nfrom confluent_kafka import Producer\n"

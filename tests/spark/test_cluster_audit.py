@@ -17,7 +17,7 @@ from mockbroker.spark.standalone import StandaloneCluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.spark_cluster, pytest.mark.clients, pytest.mark.slow]
 RECORDS = 10_000_000
-APP = Path(__file__).resolve().parents[2] / "mockbroker" / "scenarios" / "library" / "apps" / "produce.py"
+APP = Path(__file__).resolve().parents[2] / "scenarios" / "apps" / "produce.py"
 SCENARIO = """
 name: audited-under-faults
 cluster: {brokers: 3, topics: [{name: audit, partitions: 8}]}
