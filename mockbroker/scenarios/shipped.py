@@ -2,9 +2,10 @@
 shipped name (with or without ``.yaml``); anything else is an error naming the nearest shipped scenarios.
 
 The shipped scenarios live in the repository's top-level ``scenarios/`` folder (beside ``mockbroker/``);
-the wheel packages that folder as ``mockbroker/scenarios/library/`` (setup.py's ``package_dir``).
-:data:`LIBRARY` is the packaged folder where it exists (an installed wheel or sdist), else the
-repository's own (a source checkout or an editable install): one folder, never both."""
+the wheel packages that folder as ``mockbroker/scenarios/library/`` (setup.py's ``build_py``).
+:data:`LIBRARY` is the packaged folder where it holds scenarios (an installed wheel or sdist), else the
+repository's own (a source checkout or an editable install, where a ``library/`` left behind by an older
+checkout may hold only bytecode): one folder, never both."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import yaml
 
 PACKAGED = Path(__file__).with_name("library")  # where a wheel puts the top-level scenarios/ folder
-LIBRARY = PACKAGED if PACKAGED.is_dir() else Path(__file__).resolve().parents[2] / "scenarios"
+LIBRARY = PACKAGED if any(PACKAGED.glob("*.yaml")) else Path(__file__).resolve().parents[2] / "scenarios"
 
 
 class UnknownScenario(LookupError):
