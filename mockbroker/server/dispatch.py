@@ -65,6 +65,7 @@ CLOCK_FREE = frozenset((
     46,  # ListPartitionReassignments
     48,  # DescribeClientQuotas
     50,  # DescribeUserScramCredentials
+    55,  # DescribeQuorum
     60,  # DescribeCluster
     61,  # DescribeProducers
     65,  # DescribeTransactions
