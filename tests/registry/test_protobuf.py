@@ -68,6 +68,18 @@ def test_a_well_known_file_is_a_schema_itself() -> None:
     assert by_reference.canonical == protobuf.parse(user, {}).canonical
 
 
+def test_every_well_known_file_is_a_schema_itself() -> None:
+    """Each built-in file (google/protobuf, google/type, confluent), given as the base64 descriptor a
+    serializer registers, parses, its own imports resolved from the others."""
+    builtins = protobuf._builtin_files()
+    assert {"google/protobuf/timestamp.proto", "google/type/date.proto", "confluent/meta.proto"} <= set(builtins)
+    for name, raw in builtins.items():
+        parsed = protobuf.parse(base64.b64encode(raw).decode(), {})
+        fdp = descriptor_pb2.FileDescriptorProto.FromString(raw)
+        assert f"package {fdp.package};" in parsed.canonical if fdp.package else "package" not in parsed.canonical, name
+        assert [m.name for m in parsed.parsed.main.message_type] == [m.name for m in fdp.message_type], name
+
+
 def test_a_symbol_defined_twice_names_it(capfd: pytest.CaptureFixture[str]) -> None:
     """Two given files defining one symbol: protoc's message (an absl log line) is the error, not the
     'WARNING: All log messages before absl::InitializeLog()' preamble before it."""
