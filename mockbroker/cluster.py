@@ -347,8 +347,10 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin):
         """Per client instance id (Kafka's text form): the client (client_id, client_software_name, ...,
         subscription_id, push_interval_ms, requested_metrics, pushes, terminating), the OTLP resource
         attributes and ``metrics``: metric name -> {"type", "unit", "value", "data_points"} of its latest
-        push.  A client pushes only when a CLIENT_METRICS subscription matches it (IncrementalAlterConfigs,
-        or :meth:`subscribe_client_metrics`)."""
+        push.  A client pushes only when the cluster has a telemetry receiver (broker config
+        ``mock.telemetry.receiver=true``; without it ApiVersions does not offer the telemetry APIs, as Kafka
+        without a ClientTelemetry metrics reporter) and a CLIENT_METRICS subscription matches it
+        (IncrementalAlterConfigs, or :meth:`subscribe_client_metrics`)."""
         return self.call(self.state.config_admin.client_metrics.telemetry)
 
     def subscribe_client_metrics(self, name: str, metrics: str = "*", interval_ms: int = 300000,

@@ -319,7 +319,8 @@ async def get_share_group(request: web.Request) -> web.Response:
 async def get_telemetry(request: web.Request) -> web.Response:
     cluster = _cluster(request)
     clients = cluster.state.config_admin.client_metrics.telemetry()
-    return web.json_response({"clients": [clients[k] for k in sorted(clients)]})
+    return web.json_response({"receiver": cluster.state.config["mock.telemetry.receiver"],
+                              "clients": [clients[k] for k in sorted(clients)]})
 
 
 async def get_schema_registry(request: web.Request) -> web.Response:

@@ -54,6 +54,7 @@ HANDLER_INDEX: dict[int, tuple[str, int, int]] = {
     49: ("k49_alter_client_quotas", 0, 1),
     50: ("k50_describe_user_scram_credentials", 0, 0),
     51: ("k51_alter_user_scram_credentials", 0, 0),
+    55: ("k55_describe_quorum", 0, 2),
     57: ("k57_update_features", 0, 2),
     60: ("k60_describe_cluster", 0, 2),
     61: ("k61_describe_producers", 0, 0),

@@ -1,7 +1,10 @@
 """ApiVersions: v0-4.
 
 Behavior:
-- Lists every API the registry serves, with the version ranges the handlers registered.
+- Lists every API the registry serves, with the version ranges the handlers registered, but
+  GetTelemetrySubscriptions and PushTelemetry unless a client telemetry receiver is configured (the broker
+  config ``mock.telemetry.receiver``), as Kafka's ApiVersionsResponse.brokerApiVersions: a client is told
+  of them only when its metrics would go somewhere (requests that come anyway are still served).
 - A version newer than we speak is answered (by the dispatcher) with v0 and UNSUPPORTED_VERSION.
 - v3+: the client's software name and version must match Kafka's pattern (letters, digits, '-' and
   '.', starting and ending with a letter or digit), else the answer is INVALID_REQUEST with no API
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
     from mockbroker.state.cluster import ClusterState
 
 RESP = api.response_module(18)
+TELEMETRY = "mock.telemetry.receiver"  # static: read per answer, the same for the cluster's life
 log = logging.getLogger("mockbroker.handlers")
 SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # Kafka's ApiVersionsRequest
 # v3 leaves out the features whose minimum is 0 (KAFKA-17492), v4 lists them all
@@ -51,7 +55,7 @@ _SUPPORTED = {
 _FINALIZED: dict[tuple[tuple[str, int], ...], EncodedList] = {}  # levels -> their entries, encoded once
 # (version, the answer's fields) -> (its body's bytes, the lists whose ids are in the key, kept alive)
 _ENCODED: dict[tuple[Any, ...], tuple[bytes, tuple[Any, ...]]] = {}
-_BODIES: dict[tuple[int, int, int], tuple[bytes, Any]] = {}  # usual_answer_body's, with the features they are of
+_BODIES: dict[tuple[int, int, int, bool], tuple[bytes, Any]] = {}  # usual_answer_body's, with the features they are of
 
 
 def _finalized(levels: dict[str, int]) -> EncodedList:
@@ -81,7 +85,7 @@ def handle(ctx: RequestContext, req: ApiVersionsRequest) -> Any:
 
 def _usual(cluster: ClusterState, version: int) -> Any:
     """The answer to a valid request: no error, every API, the cluster's features from v3."""
-    response = RESP.ApiVersionsResponse(error_code=0, api_keys=api_version_keys())
+    response = RESP.ApiVersionsResponse(error_code=0, api_keys=api_version_keys(cluster.config[TELEMETRY]))
     if version >= 3:
         features = cluster.features
         response.supported_features = _SUPPORTED[version >= 4]
@@ -92,11 +96,11 @@ def _usual(cluster: ClusterState, version: int) -> Any:
 
 def usual_answer_body(cluster: ClusterState, version: int) -> bytes:
     """The encoded body of :func:`_usual`'s answer: what the staging lane writes when it answers a
-    valid request itself (native/lanes/api_versions_staging.h), the handler's bytes.  Kept per version and
-    features epoch (every change of the levels moves the epoch); the entry holds the features object,
-    so its id in the key is never another's."""
+    valid request itself (native/lanes/api_versions_staging.h), the handler's bytes.  Kept per version,
+    features epoch (every change of the levels moves the epoch) and telemetry receiver; the entry holds the
+    features object, so its id in the key is never another's."""
     features = cluster.features
-    key = (version, id(features), features.epoch)
+    key = (version, id(features), features.epoch, cluster.config[TELEMETRY])
     kept = _BODIES.get(key)
     if kept is None:
         out = bytearray()

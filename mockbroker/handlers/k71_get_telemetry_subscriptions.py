@@ -1,6 +1,8 @@
 """GetTelemetrySubscriptions: v0 (KIP-714 client metrics).
 
 Behavior (logic in mockbroker.state.client_metrics, as Kafka's ClientMetricsManager):
+- Advertised by ApiVersions only with a telemetry receiver (broker config mock.telemetry.receiver), as
+  Kafka; a request that comes without it is answered all the same (Kafka serves it too).
 - The zero client_instance_id gets a new random one; any other is kept (and its instance made if
   the broker does not know it).
 - The instance is matched against the CLIENT_METRICS subscriptions (client_id from the request

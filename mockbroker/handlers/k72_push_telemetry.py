@@ -7,7 +7,10 @@ Behavior (checks in mockbroker.state.client_metrics, in Kafka's ClientMetricsMan
   the previous push (the first after GetTelemetrySubscriptions is always let in; a terminating one
   too) -> THROTTLING_QUOTA_EXCEEDED; a compression type other than none, gzip, snappy, lz4, zstd ->
   UNSUPPORTED_COMPRESSION_TYPE; metrics larger than telemetry.max.bytes -> TELEMETRY_TOO_LARGE.
-- The metrics are decompressed with the records codecs and read as OTLP MetricsData
+- Without a telemetry receiver (broker config mock.telemetry.receiver false, the default) a valid push is
+  answered NONE and its metrics go nowhere, as Kafka's ClientMetricsManager exports to no plugin; the
+  broker then does not advertise this API (k18_api_versions), so clients push only when asked to.
+- With the receiver, the metrics are decompressed with the records codecs and read as OTLP MetricsData
   (mockbroker.telemetry.otlp); bytes that do not decode -> INVALID_RECORD, as Kafka answers when its
   receiver fails. The latest value of each metric is kept per client instance
   (MockCluster.telemetry(), GET /telemetry) and the metric names go into the journal entry's
@@ -57,7 +60,7 @@ def handle(ctx: RequestContext, req: PushTelemetryRequest) -> Any:
         logger.info("broker %s: push telemetry from %s refused: %s %s", ctx.broker_id, ctx.client_id,
                     error_name(exc.code), exc.message)
         return RESP.PushTelemetryResponse(error_code=exc.code)
-    if req.metrics:
+    if req.metrics and cluster.config["mock.telemetry.receiver"]:
         try:
             raw = decompress(req.compression_type, req.metrics, max_size=64 * max(max_bytes, 1))
             resource, decoded = decode_metrics_data(raw)

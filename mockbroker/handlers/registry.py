@@ -78,19 +78,26 @@ def handler_for(api_key: int) -> Handler | None:
     return handler
 
 
-def api_versions_list() -> list[tuple[int, int, int]]:
-    return [(key, lo, hi) for key, (_module, lo, hi) in sorted(HANDLER_INDEX.items())]
+TELEMETRY_APIS = (71, 72)  # GetTelemetrySubscriptions, PushTelemetry: advertised only with a receiver
 
 
-_api_version_keys: EncodedList | None = None  # the ranges never change in a running process
+def api_versions_list(telemetry: bool = True) -> list[tuple[int, int, int]]:
+    """Every API we serve and its versions; without ``telemetry`` (no client telemetry receiver, the broker
+    config ``mock.telemetry.receiver``) less the two telemetry APIs, as Kafka's ApiVersionsResponse leaves
+    them out when no ClientTelemetry metrics reporter is configured."""
+    return [(key, lo, hi) for key, (_module, lo, hi) in sorted(HANDLER_INDEX.items())
+            if telemetry or key not in TELEMETRY_APIS]
 
 
-def api_version_keys() -> EncodedList:
-    """:func:`api_versions_list` as ApiVersionsResponse entries, built once and keeping their encoding
-    (an EncodedList): every connection's first request answers with them."""
-    global _api_version_keys
-    if _api_version_keys is None:
+_api_version_keys: dict[bool, EncodedList] = {}  # the ranges never change in a running process
+
+
+def api_version_keys(telemetry: bool = True) -> EncodedList:
+    """:func:`api_versions_list` as ApiVersionsResponse entries, built once (with and without the telemetry
+    APIs) and keeping their encoding (an EncodedList): every connection's first request answers with them."""
+    keys = _api_version_keys.get(telemetry)
+    if keys is None:
         resp = api.response_module(18)
-        _api_version_keys = EncodedList(resp.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                                        for k, lo, hi in api_versions_list())
-    return _api_version_keys
+        keys = _api_version_keys[telemetry] = EncodedList(
+            resp.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in api_versions_list(telemetry))
+    return keys

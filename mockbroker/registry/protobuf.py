@@ -1,9 +1,10 @@
 """The PROTOBUF schema type of the Schema Registry: parse .proto text or a base64 FileDescriptorProto with
 protoc (grpcio-tools' ``python -m grpc_tools.protoc``, a child process of ~50 ms, so its messages never mix
 with the process's own standard error; references and the built-in google/protobuf, google/type and confluent
-files are given to it as a descriptor set), a canonical .proto text printed from the descriptor (so text and
-descriptor forms of one schema share an id), the base64 descriptor for ``format=serialized``, and
-Confluent's Protobuf compatibility rules (in mockbroker.registry.protobuf_compat).
+files the schema imports are given to it as a descriptor set, so a well-known file registered as a subject is
+a schema like any other; its error is protoc's first error line), a canonical .proto text printed from the
+descriptor (so text and descriptor forms of one schema share an id), the base64 descriptor for
+``format=serialized``, and Confluent's Protobuf compatibility rules (in mockbroker.registry.protobuf_compat).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ _BUILTIN_MODULES = (
     + [f"confluent_kafka.schema_registry.confluent.{n}_pb2" for n in ("meta", "type.decimal", "types.decimal")]
 )
 PROTOC_TIMEOUT_S = 30
+_IMPORT = re.compile(r"\bimport\s+(?:public\s+|weak\s+)?\"([^\"]+)\"\s*;")
+# an absl log line: severity, date, time, thread, file:line] message
+_ABSL_LINE = re.compile(r"([IWEF])\d{4} [\d:.]+\s+\d+ [^\]\s]+:\d+\] (.*)")
+_ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog()"
 _builtins: dict[str, bytes] | None = None
 
 
@@ -124,13 +129,51 @@ def _json_name(name: str) -> str:
     return "".join(out)
 
 
+def _imports(source: str) -> list[str]:
+    """The files a .proto text imports (read before protoc sees it: which well-known files to give it). An
+    import named in a comment counts too: one file too many is harmless, one too few would not resolve."""
+    return _IMPORT.findall(source)
+
+
+def _builtins_needed(imports: list[str], references: dict[str, str]) -> list[descriptor_pb2.FileDescriptorProto]:
+    """The built-in files the given files import, and theirs, but those a reference provides: protoc gets only
+    these, as Confluent's registry resolves only what a schema imports, so a schema that is itself a
+    well-known file (confluent-kafka's ProtobufSerializer with skip.known.types=False registers
+    google/protobuf/timestamp.proto as a subject) does not meet its built-in twin."""
+    builtins = _builtin_files()
+    needed: dict[str, descriptor_pb2.FileDescriptorProto] = {}
+    pending = list(imports)
+    while pending:
+        name = pending.pop()
+        if name in needed or name in references or name not in builtins:
+            continue
+        fdp = needed[name] = descriptor_pb2.FileDescriptorProto()
+        fdp.ParseFromString(builtins[name])
+        pending.extend(fdp.dependency)
+    return list(needed.values())
+
+
+def _protoc_error(err: str, tmp: str) -> str:
+    """protoc's first error line: its own ``file:line:col: message`` lines, or the message of an absl log
+    line (``E0000 00:00:... descriptor_database.cc:NNN] Symbol name ... conflicts ...``); never absl's
+    ``WARNING: All log messages before absl::InitializeLog()`` preamble, info lines or warnings."""
+    for raw in err.splitlines():
+        line = raw.strip()
+        absl = _ABSL_LINE.match(line)
+        if absl is not None:
+            if absl.group(1) in "IW":
+                continue
+            line = absl.group(2).strip()
+        if not line or line.startswith(_ABSL_PREAMBLE) or ": warning:" in line:
+            continue
+        return line.replace(tmp + os.sep, "")
+    return "protoc failed"
+
+
 def _compile(text: str, references: dict[str, str]) -> ProtoSchema:
     main_name = MAIN_NAME if MAIN_NAME not in references else "mockbroker_registry_main.proto"
     given = descriptor_pb2.FileDescriptorSet()
-    builtins = _builtin_files()
-    for name, raw in builtins.items():
-        if name not in references:
-            given.file.add().ParseFromString(raw)
+    imports: list[str] = []
     with tempfile.TemporaryDirectory(prefix="mockbroker-proto-") as tmp:
         sources: dict[str, str] = dict()
         for name, given_text in [*references.items(), (main_name, text)]:
@@ -139,9 +182,12 @@ def _compile(text: str, references: dict[str, str]) -> ProtoSchema:
             fdp = _decode(given_text.strip())  # a base64 FileDescriptorProto, else .proto text for protoc
             if fdp is None:
                 sources[name] = given_text
+                imports.extend(_imports(given_text))
             else:
                 fdp.name = name
                 given.file.append(fdp)
+                imports.extend(fdp.dependency)
+        given.file.extend(_builtins_needed(imports, references))
         for name, source in sources.items():
             path = os.path.normpath(os.path.join(tmp, name))
             if not path.startswith(tmp + os.sep):
@@ -156,9 +202,7 @@ def _compile(text: str, references: dict[str, str]) -> ProtoSchema:
         code, err = _run_protoc([f"-I{tmp}", f"--descriptor_set_in={set_in}", "--include_imports",
                                  f"--descriptor_set_out={set_out}", main_name])
         if code != 0 or not os.path.exists(set_out):
-            lines = [line.strip() for line in err.splitlines() if line.strip()]
-            first = lines[0] if lines else "protoc failed"
-            raise SchemaError(f"invalid Protobuf schema: {first.replace(tmp + os.sep, '')}")
+            raise SchemaError(f"invalid Protobuf schema: {_protoc_error(err, tmp)}")
         out = descriptor_pb2.FileDescriptorSet()
         with open(set_out, "rb") as handle:
             out.ParseFromString(handle.read())

@@ -65,6 +65,7 @@ CLOCK_FREE = frozenset((
     46,  # ListPartitionReassignments
     48,  # DescribeClientQuotas
     50,  # DescribeUserScramCredentials
+    55,  # DescribeQuorum
     60,  # DescribeCluster
     61,  # DescribeProducers
     65,  # DescribeTransactions
@@ -87,11 +88,11 @@ if _LANE:  # what the serving path hands the lane once: the kept answers' maker,
     produce_lane.wire(_kept_answer, _new_frame, LARGE_FRAME)
 
 
-def _unsupported_api_versions(correlation_id: int) -> list[Any]:
+def _unsupported_api_versions(broker: BrokerServer, correlation_id: int) -> list[Any]:
     m = api.response_module(18)
     body = m.ApiVersionsResponse(
         error_code=ErrorCode.UNSUPPORTED_VERSION,
-        api_keys=api_version_keys(),
+        api_keys=api_version_keys(broker.cluster.config["mock.telemetry.receiver"]),
     )
     return api.encode_response(18, 0, correlation_id, body)
 
@@ -176,7 +177,7 @@ def _unsupported_version(broker: BrokerServer, conn: Connection, handler: Any, n
     if api_key == 18:
         log.info("broker %s: ApiVersions v%s from %s is newer than we speak; answering v0",
                  broker.node_id, version, conn.peer)
-        return _unsupported_api_versions(correlation_id)
+        return _unsupported_api_versions(broker, correlation_id)
     raise CloseConnection(f"{name} v{version} is not supported (we speak v{handler.min_version}-{handler.max_version})")
 
 

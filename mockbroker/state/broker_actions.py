@@ -34,6 +34,7 @@ def take_down(cluster: ClusterState, node_id: int) -> BrokerInfo:
                 elections.set_leader(cluster, log, elections.leader_gone(cluster, log, node_id))
     if cluster.controller_id == node_id:
         cluster.controller_id = live[0]
+        cluster.quorum.controller_moved()  # a new leader of the metadata quorum (mockbroker.state.quorum)
     answer_epoch.bump_brokers()
     return info
 

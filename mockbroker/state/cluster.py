@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mockbroker.state.credentials import CredentialStore
     from mockbroker.state.groups import GroupCoordinator
     from mockbroker.state.log_admin import LogDirs
+    from mockbroker.state.quorum import MetadataQuorum
     from mockbroker.state.reassignments import Reassignments
     from mockbroker.state.share_coordinator import ShareCoordinator
     from mockbroker.state.transactions import TransactionCoordinator
@@ -94,6 +95,7 @@ class ClusterState:
         # answers kept for requests that repeat byte for byte (mockbroker/handlers/kept_answers.py)
         self.kept_answers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.controller_id = 0
+        self.started_ms = self.clock.now_ms()  # where the KRaft metadata log starts (mockbroker.state.quorum)
         self.producers = ProducerRegistry()
         self.drop_produce_responses = 0  # test hook: close the connection after this many appends
         # MockCluster's ticker, when it is waiting a whole second: dispatch calls wake_ticker() on each
@@ -122,6 +124,13 @@ class ClusterState:
         groups.consumer_logic = ConsumerGroupLogic(self.clock, self.partition_counts, self.config)
         groups.consumer_logic.group_config = self.group_config_value
         return groups
+
+    @cached_property
+    def quorum(self) -> MetadataQuorum:
+        """The KRaft metadata quorum DescribeQuorum reports: the controller its single voter."""
+        from mockbroker.state.quorum import MetadataQuorum
+
+        return MetadataQuorum(self.started_ms)
 
     @cached_property
     def share(self) -> ShareCoordinator:

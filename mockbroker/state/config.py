@@ -67,6 +67,10 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.share.max.size": (200, int),
     # KIP-714 client telemetry: the largest PushTelemetry metrics payload accepted (Kafka's default)
     "telemetry.max.bytes": (1048576, int),
+    # mock only: a client telemetry receiver is configured (Kafka: a metric.reporters class implementing
+    # ClientTelemetry). Without one, ApiVersions leaves out GetTelemetrySubscriptions and PushTelemetry
+    # (Kafka's ApiVersionsResponse) and pushed metrics are not kept; with it, they are (MockCluster.telemetry())
+    "mock.telemetry.receiver": (False, bool),
     # the internal topics (mockbroker.state.internal_topics); replication capped at the brokers there are
     "offsets.topic.num.partitions": (50, int),
     "offsets.topic.replication.factor": (3, int),

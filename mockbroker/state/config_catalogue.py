@@ -311,6 +311,10 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "mock.transaction.marker.delay.ms": _b(INT, "0", "Mock: how long a transaction stays Prepare* before its "
                                            "markers are written.", True),
     "mock.journal.max.entries": _b(INT, "10000", "Mock: requests the journal keeps (0: off)."),
+    "mock.telemetry.receiver": _b(BOOLEAN, "false", "Mock: a client telemetry receiver is configured (KIP-714): "
+                                  "ApiVersions advertises GetTelemetrySubscriptions and PushTelemetry and pushed "
+                                  "metrics are kept (false: neither, as Kafka without a ClientTelemetry "
+                                  "metrics reporter)."),
     "mock.leader.failover.to.any.broker": _b(BOOLEAN, "true", "Mock: a broker going down hands a partition with "
                                              "no other live replica to another live broker (false: it stays "
                                              "leaderless, as Kafka).", True),

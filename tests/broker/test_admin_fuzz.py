@@ -1,4 +1,4 @@
-"""Random well-formed requests for the log, replica, leader and feature admin APIs, every version:
+"""Random well-formed requests for the log, replica, leader, quorum and feature admin APIs, every version:
 each gets an answer that decodes (no handler error, no closed connection) and leaves a sane cluster."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from mockbroker.protocol import api
 from ..protocol.strategies import message
 from .wire import WireClient
 
-KEYS = (21, 34, 35, 43, 45, 46, 57, 75)
+KEYS = (21, 34, 35, 43, 45, 46, 55, 57, 75)
 CASES = [(k, v) for k in KEYS for v in range(api.version_range(k)[0], api.version_range(k)[1] + 1)]
 
 

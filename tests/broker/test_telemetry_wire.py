@@ -6,6 +6,7 @@ GROUP and CLIENT_METRICS configs and ListConfigResources."""
 from __future__ import annotations
 
 import gzip
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from mockbroker.cluster import MockCluster
 from mockbroker.errors import ErrorCode
 from mockbroker.protocol import api
 from mockbroker.telemetry.otlp import encode_gauges
+from tests.broker.hostile import framed, raw_header, read_frame
 from tests.broker.wire import WireClient
 
 GET, PUSH, LIST, VERSIONS = (api.request_module(k) for k in (71, 72, 74, 18))
@@ -23,7 +25,7 @@ ZERO = bytes(16)
 
 @pytest.fixture
 def cluster() -> Iterator[MockCluster]:
-    with MockCluster(config={"telemetry.max.bytes": 300}) as c:
+    with MockCluster(config={"telemetry.max.bytes": 300, "mock.telemetry.receiver": True}) as c:
         yield c
 
 
@@ -48,6 +50,24 @@ def test_api_versions_advertise_telemetry_and_list_config_resources(cluster: Moc
         answer = w.call(18, 0, VERSIONS.ApiVersionsRequest())
     keys = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
     assert keys[71] == (0, 0) and keys[72] == (0, 0) and keys[74] == (0, 1)
+
+
+def test_without_a_receiver_api_versions_leave_out_telemetry() -> None:
+    """Kafka's ApiVersionsResponse.brokerApiVersions skips GetTelemetrySubscriptions and PushTelemetry
+    unless a telemetry receiver is configured: every version of the answer, the C lane's (the first
+    request of a connection, from the staging buffer) and the handler's, and the v0 answer to a version
+    newer than we speak."""
+    with MockCluster() as c, WireClient(port(c)) as w:
+        for version in (0, 1, 2, 3, 4, 3, 0):
+            ask = VERSIONS.ApiVersionsRequest(client_software_name="wire", client_software_version="1")
+            keys = {k.api_key for k in w.call(18, version, ask).api_keys}
+            assert 71 not in keys and 72 not in keys and 74 in keys and 18 in keys, version
+    for config, expected in (({}, False), ({"mock.telemetry.receiver": True}, True)):
+        with MockCluster(config=config) as c, socket.create_connection(("127.0.0.1", port(c)), timeout=10) as s:
+            s.sendall(framed(raw_header(18, 99, correlation_id=7) + b"\x00"))
+            corr, newer = api.decode_response(18, 0, read_frame(s))
+        assert corr == 7 and newer.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert ({71, 72} <= {k.api_key for k in newer.api_keys}) is expected
 
 
 def test_without_subscription_a_new_instance_gets_kafkas_defaults(cluster: MockCluster) -> None:

@@ -1,11 +1,15 @@
 """KIP-714 client telemetry with real clients: a CLIENT_METRICS subscription made through kafka-python's
 admin client (confluent-kafka 2.16's ResourceType has no CLIENT_METRICS), a confluent-kafka producer
 whose librdkafka then pushes its metrics, read back through MockCluster.telemetry(), GET /telemetry
-and the journal; and without a subscription, no pushes (Kafka's default)."""
+and the journal; without a subscription, no pushes (Kafka's default); and without a telemetry receiver
+(mock.telemetry.receiver, off by default, as Kafka without a ClientTelemetry reporter) the telemetry APIs
+are not offered, so librdkafka neither asks nor prints its GETSUBSCRIPTIONS line."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -17,14 +21,27 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from mockbroker.cluster import MockCluster
+from mockbroker.protocol import api
+from mockbroker.telemetry.otlp import encode_gauges
+from tests.broker.wire import WireClient
 
 pytestmark = pytest.mark.clients
 QUEUE_TIME = "org.apache.kafka.producer.record.queue.time.avg"
+RECEIVER = {"mock.telemetry.receiver": True}
+# a confluent-kafka producer in its own process, so its librdkafka's stderr is the test's to read
+PRODUCE_ONE = """
+import sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1]})
+p.produce("t", b"v")
+assert p.flush(15) == 0
+p.poll(0.5)  # GetTelemetrySubscriptions goes out right after the first ApiVersions, if it is offered
+"""
 
 
 @pytest.fixture
 def cluster() -> Iterator[MockCluster]:
-    with MockCluster(topics={"t": 1}, control_port=0) as c:
+    with MockCluster(topics={"t": 1}, control_port=0, config=RECEIVER) as c:
         yield c
 
 
@@ -106,6 +123,43 @@ def test_without_subscription_clients_push_nothing(cluster: MockCluster) -> None
     p.poll(0)
     assert all(c["pushes"] == 0 for c in cluster.telemetry().values())
     assert cluster.journal.entries(api="PushTelemetry") == []
+
+
+def librdkafka_stderr(cluster: MockCluster) -> str:
+    done = subprocess.run([sys.executable, "-c", PRODUCE_ONE, cluster.bootstrap_servers], capture_output=True,
+                          text=True, timeout=60, check=True)
+    return done.stderr
+
+
+@pytest.mark.parametrize("receiver", [False, True])
+def test_telemetry_apis_only_with_a_receiver(receiver: bool) -> None:
+    """Kafka's ApiVersionsResponse leaves out GetTelemetrySubscriptions and PushTelemetry unless a telemetry
+    receiver is configured; librdkafka then never asks, and prints nothing about telemetry on stderr."""
+    config = RECEIVER if receiver else {}
+    with MockCluster(topics={"t": 1}, control_port=0, config=config) as c:
+        stderr = librdkafka_stderr(c)
+        asked = c.journal.entries(api="GetTelemetrySubscriptions")
+        with urllib.request.urlopen(f"{c.control_url}/telemetry", timeout=10) as reply:
+            served = json.load(reply)
+    assert ("GETSUBSCRIPTIONS" in stderr) is receiver, stderr
+    assert bool(asked) is receiver
+    assert served["receiver"] is receiver and bool(served["clients"]) is receiver
+
+
+def test_pushes_without_a_receiver_are_answered_and_go_nowhere() -> None:
+    """A client that pushes although it was not offered the API (an old connection, a client ignoring
+    ApiVersions) is answered as Kafka answers it with no receiver plugin: NONE, metrics exported nowhere."""
+    with MockCluster(topics={"t": 1}) as c:
+        c.subscribe_client_metrics("all", metrics="*", interval_ms=200)
+        with WireClient(int(c.bootstrap_servers.rsplit(":", 1)[1])) as w:
+            sub = w.call(71, 0, api.request_module(71).GetTelemetrySubscriptionsRequest(client_instance_id=bytes(16)))
+            assert sub.error_code == 0 and sub.requested_metrics == ["*"]
+            push = api.request_module(72).PushTelemetryRequest(
+                client_instance_id=sub.client_instance_id, subscription_id=sub.subscription_id, terminating=False,
+                compression_type=0, metrics=encode_gauges({}, {"m": 1.0}))
+            assert w.call(72, 0, push).error_code == 0
+        [client] = c.telemetry().values()
+        assert client["metrics"] == {} and client["pushes"] == 0
 
 
 def test_bad_client_metrics_configs_are_refused(cluster: MockCluster, admin: KafkaAdminClient) -> None:

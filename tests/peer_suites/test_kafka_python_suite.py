@@ -31,11 +31,7 @@ KAFKA_VERSION = "4.3"
 RUN_TIMEOUT_S = 600
 
 # test id (junit classname::name) -> why it cannot pass against mockbroker
-ALLOWED: dict[str, str] = {
-    "test.integration.test_admin_integration::test_describe_metadata_quorum":
-        "mockbroker gap: DescribeQuorum (API key 55, KRaft quorum state) is not implemented; the broker "
-        "leaves it out of ApiVersions, so kafka-python raises IncompatibleBrokerVersion",
-}
+ALLOWED: dict[str, str] = {}
 # test id -> the skip reason their suite gives (version gates that exclude a 4.x broker)
 EXPECTED_SKIPS: dict[str, str] = {
     "test.integration.test_consumer_integration::test_kafka_consumer_offsets_for_time_old":

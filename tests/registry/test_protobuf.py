@@ -53,6 +53,44 @@ def test_parse_errors_are_one_line_schema_errors(text: str, fragment: str, capfd
     assert capfd.readouterr().err == ""  # protoc's messages go into the error, never to this process's stderr
 
 
+def test_a_well_known_file_is_a_schema_itself() -> None:
+    """google/protobuf/timestamp.proto registered as a subject (its base64 descriptor, as confluent-kafka's
+    ProtobufSerializer sends it with skip.known.types=False, or its text) is a schema like any other: the
+    built-in twin is given to protoc only when a schema imports it."""
+    raw = base64.b64encode(timestamp_pb2.DESCRIPTOR.serialized_pb).decode()
+    parsed = protobuf.parse(raw, {})
+    assert "package google.protobuf;" in parsed.canonical and "message Timestamp {" in parsed.canonical
+    assert protobuf.parse(parsed.canonical, {}).canonical == parsed.canonical
+    # a schema importing it, with the subject as its reference or resolved by the registry alone
+    user = ('syntax = "proto3";\nimport "google/protobuf/timestamp.proto";\n'
+            "message U { google.protobuf.Timestamp at = 1; }")
+    by_reference = protobuf.parse(user, {"google/protobuf/timestamp.proto": raw})
+    assert by_reference.canonical == protobuf.parse(user, {}).canonical
+
+
+def test_every_well_known_file_is_a_schema_itself() -> None:
+    """Each built-in file (google/protobuf, google/type, confluent), given as the base64 descriptor a
+    serializer registers, parses, its own imports resolved from the others."""
+    builtins = protobuf._builtin_files()
+    assert {"google/protobuf/timestamp.proto", "google/type/date.proto", "confluent/meta.proto"} <= set(builtins)
+    for name, raw in builtins.items():
+        parsed = protobuf.parse(base64.b64encode(raw).decode(), {})
+        fdp = descriptor_pb2.FileDescriptorProto.FromString(raw)
+        assert f"package {fdp.package};" in parsed.canonical if fdp.package else "package" not in parsed.canonical, name
+        assert [m.name for m in parsed.parsed.main.message_type] == [m.name for m in fdp.message_type], name
+
+
+def test_a_symbol_defined_twice_names_it(capfd: pytest.CaptureFixture[str]) -> None:
+    """Two given files defining one symbol: protoc's message (an absl log line) is the error, not the
+    'WARNING: All log messages before absl::InitializeLog()' preamble before it."""
+    raw = base64.b64encode(timestamp_pb2.DESCRIPTOR.serialized_pb).decode()
+    with pytest.raises(SchemaError) as info:
+        protobuf.parse(raw, {"other.proto": raw})
+    assert str(info.value) == ('invalid Protobuf schema: Symbol name "google.protobuf.Timestamp" conflicts with the '
+                               'existing symbol "google.protobuf.Timestamp".')
+    assert capfd.readouterr().err == ""
+
+
 def test_garbage_base64_is_a_schema_error() -> None:
     with pytest.raises(SchemaError):
         protobuf.parse("bm90IGEgZGVzY3JpcHRvcg==", {})

@@ -129,6 +129,51 @@ def test_protobuf_round_trip(cluster: MockCluster, registry: SchemaRegistryClien
     assert registry.get_latest_version("proto-orders-value").schema.schema_type == "PROTOBUF"
 
 
+@pytest.mark.parametrize("skip_known", [False, True])
+def test_protobuf_well_known_types_as_subjects(cluster: MockCluster, registry: SchemaRegistryClient, order_pb2: Any,
+                                               skip_known: bool) -> None:
+    """confluent-kafka's ProtobufSerializer with skip.known.types=False registers the imported
+    google/protobuf/timestamp.proto itself, as a subject holding its base64 descriptor, and the value schema
+    references it (Confluent's registry accepts both); with True it registers only the value schema, whose
+    import the registry resolves by itself."""
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+
+    topic = f"proto-known-{str(skip_known).lower()}"
+    serializer = ProtobufSerializer(order_pb2.Order, registry, {"use.deprecated.format": False,
+                                                                "skip.known.types": skip_known})
+    deserializer = ProtobufDeserializer(order_pb2.Order, {"use.deprecated.format": False})
+    items = [order_pb2.Order(id=i, item=f"thing {i}") for i in range(3)]
+    for i, item in enumerate(items):
+        item.at.seconds = 1_790_000_000 + i
+    assert round_trip(cluster, topic, serializer, deserializer, items) == items
+    references = registry.get_latest_version(f"{topic}-value").schema.references
+    timestamp = "google/protobuf/timestamp.proto"
+    if skip_known:
+        assert references == []
+        return
+    assert [(r.name, r.subject) for r in references] == [(timestamp, timestamp)]
+    known = registry.get_latest_version(timestamp).schema
+    assert known.schema_type == "PROTOBUF" and "message Timestamp" in known.schema_str
+    assert "package google.protobuf;" in known.schema_str
+
+
+@pytest.mark.parametrize(("kind", "text", "message"), [
+    # protoc's own error line, not the absl logging preamble it may print first
+    ("PROTOBUF", 'syntax = "proto3";\nmessage A {\n  strin x = 1;\n}\n', 'schema.proto:3:3: "strin" is not defined.'),
+    # fastavro's message
+    ("AVRO", '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "intt"}]}',
+     "invalid Avro schema: UnknownType: intt"),
+    # jsonschema's message
+    ("JSON", '{"type": "strnig"}', "'strnig' is not valid under any of the given schemas"),
+], ids=["protobuf", "avro", "json"])
+def test_invalid_schemas_carry_the_parsers_message(registry: SchemaRegistryClient, kind: str, text: str,
+                                                   message: str) -> None:
+    with pytest.raises(SchemaRegistryError) as refused:
+        registry.register_schema(f"invalid-{kind.lower()}", Schema(text, kind))
+    assert (refused.value.http_status_code, refused.value.error_code) == (422, 42201)
+    assert message in refused.value.error_message and "absl" not in refused.value.error_message
+
+
 # -- evolution under each compatibility level, for each schema type -----------------------------------------
 # NARROW data can be read with WIDE, WIDE data cannot be read with NARROW; the *_ALT texts mean the same as
 # their twin and differ in text only (a new version, not the same schema again).

@@ -39,8 +39,9 @@ def test_list_gives_each_first_sentence_whole(tmp_path: Path) -> None:
     assert list(entries) == shipped.names()
     for shipped_name, text in entries.items():
         assert text == shipped.summary(shipped.path_of(shipped_name)) and "…" not in text, shipped_name
-    assert "For two seconds every Produce answer carries a 300 ms throttle time and the broker mutes the " \
-           "connection that long, as Kafka does under a quota (KIP-219)" == entries["throttling"]
+    assert "Until three Produce answers have carried it, every Produce answer carries a 300 ms throttle " \
+           "time and the broker mutes the connection that long, as Kafka does under a quota (KIP-219)" \
+        == entries["throttling"]
     assert footer == (f"{len(entries)} scenarios in {shipped.LIBRARY}; mockbroker scenario show NAME prints one "
                       "in full")
 
