@@ -29,6 +29,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+from mockbroker import cli_values as values
 from mockbroker import early_signals
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import KafkaError
@@ -95,78 +96,6 @@ def _version() -> str:
         from mockbroker import __version__
 
         return __version__
-
-
-# -- argparse types: each names what is wrong; argparse adds "argument --flag:" -------------------
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, not {text!r}")
-    return port
-
-
-def _broker_count(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"the number of brokers must be at least 1, not {text!r}")
-    return count
-
-
-def _log_level(text: str) -> str:
-    level = text.strip().upper()
-    if level not in LOG_LEVELS:
-        raise argparse.ArgumentTypeError(f"one of {', '.join(LOG_LEVELS)}, not {text!r}")
-    return level
-
-
-def _latency(text: str) -> str:
-    from mockbroker.faults import latency  # (one line naming the nearest preset)
-    if text not in latency.PRESETS:
-        raise argparse.ArgumentTypeError(latency.unknown(text))
-    return text
-
-
-def _topic(text: str) -> tuple[str, int | None]:
-    from mockbroker.cluster_args import parse_topic_spec
-    from mockbroker.state.topic_rules import validate_topic_name
-
-    try:
-        name, partitions = parse_topic_spec(text)
-        validate_topic_name(name)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    except KafkaError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-    return name, partitions
-
-
-def _config_item(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"KEY=VALUE expected, not {text!r}")
-    return key.strip(), value.strip()
-
-
-def _sasl_user(text: str) -> tuple[str, str]:
-    user, sep, password = text.partition(":")
-    if not sep or not user:
-        raise argparse.ArgumentTypeError(f"NAME:PASSWORD expected, not {text!r}")
-    return user, password
-
-
-def _existing_file(text: str) -> str:
-    if not os.path.isfile(text):
-        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
-    return text
 
 
 def _decode(paths: list[str]) -> int:
@@ -344,13 +273,13 @@ def _add_security_arguments(serve: Any) -> None:
                        help="Kafka's advertised.listeners ($MOCKBROKER_ADVERTISED_LISTENERS)")
     serve.add_argument("--listener-security-protocol-map", default=env("MOCKBROKER_LISTENER_SECURITY_PROTOCOL_MAP"),
                        help="Kafka's listener.security.protocol.map, e.g. CLIENT:SASL_SSL")
-    serve.add_argument("--sasl-user", action="append", default=[], metavar="NAME:PASSWORD", type=_sasl_user,
+    serve.add_argument("--sasl-user", action="append", default=[], metavar="NAME:PASSWORD", type=values.sasl_user,
                        help="a SASL user for PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (repeatable)")
-    serve.add_argument("--ssl-certfile", default=env("MOCKBROKER_SSL_CERTFILE"), type=_existing_file,
+    serve.add_argument("--ssl-certfile", default=env("MOCKBROKER_SSL_CERTFILE"), type=values.existing_file,
                        help="PEM certificate chain (may hold the key) for SSL / SASL_SSL listeners")
-    serve.add_argument("--ssl-keyfile", default=env("MOCKBROKER_SSL_KEYFILE"), type=_existing_file,
+    serve.add_argument("--ssl-keyfile", default=env("MOCKBROKER_SSL_KEYFILE"), type=values.existing_file,
                        help="PEM private key")
-    serve.add_argument("--ssl-cafile", default=env("MOCKBROKER_SSL_CAFILE"), type=_existing_file,
+    serve.add_argument("--ssl-cafile", default=env("MOCKBROKER_SSL_CAFILE"), type=values.existing_file,
                        help="PEM CA of client certificates (mutual TLS)")
     serve.add_argument("--ssl-client-auth", default=env("MOCKBROKER_SSL_CLIENT_AUTH"),
                        choices=("none", "requested", "required"),
@@ -385,12 +314,12 @@ def _add_scenario_parser(sub: Any) -> None:
                        help="run this shell command as the application (/bin/sh -c: $KAFKA_BOOTSTRAP_SERVERS "
                             "expands, pipes work)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
-    run.add_argument("--port", type=_port, default=0, help="first broker's port (default: free ports)")
+    run.add_argument("--port", type=values.port, default=0, help="first broker's port (default: free ports)")
     run.add_argument("--host", default=os.environ.get("MOCKBROKER_HOST", "127.0.0.1"),
                      help="address to listen on (default 127.0.0.1; $MOCKBROKER_HOST)")
     run.add_argument("--advertised-host", default=os.environ.get("MOCKBROKER_ADVERTISED_HOST"),
                      help="host name Metadata gives clients ($MOCKBROKER_ADVERTISED_HOST)")
-    run.add_argument("--control-port", type=_port, default=None,
+    run.add_argument("--control-port", type=values.port, default=None,
                      help="also serve the HTTP control API here (0 = a free port)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     check = verbs.add_parser("check", help="check scenarios against the cluster each declares, without running "
@@ -425,49 +354,50 @@ def _add_serve_parser(sub: Any) -> None:
                            description="Options default to MOCKBROKER_* environment variables (the Docker image "
                                        "sets them), then to the values shown. Ctrl-C or SIGTERM stops the brokers "
                                        "(exit status 0); bad input exits with status 2.")
-    serve.add_argument("--brokers", type=_broker_count, default=_env("MOCKBROKER_BROKERS", "1"),
+    serve.add_argument("--brokers", type=values.broker_count, default=_env("MOCKBROKER_BROKERS", "1"),
                        help="number of brokers (default 1; $MOCKBROKER_BROKERS)")
     serve.add_argument("--host", default=os.environ.get("MOCKBROKER_HOST", "127.0.0.1"),
                        help="address to listen on (default 127.0.0.1; $MOCKBROKER_HOST)")
     serve.add_argument("--advertised-host", default=os.environ.get("MOCKBROKER_ADVERTISED_HOST"),
                        help="host name Metadata gives clients (default: --host, or 127.0.0.1 for a wildcard; "
                             "$MOCKBROKER_ADVERTISED_HOST)")
-    serve.add_argument("--port", type=_port, default=_env("MOCKBROKER_PORT", "9092"),
+    serve.add_argument("--port", type=values.port, default=_env("MOCKBROKER_PORT", "9092"),
                        help="first broker's port; the others follow it (0 = free ports; $MOCKBROKER_PORT)")
-    serve.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]", type=_topic,
+    serve.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]", type=values.topic,
                        help="create this topic at start, with PARTITIONS partitions (default: num.partitions); "
                             "repeatable")
-    serve.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", type=_config_item,
+    serve.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", type=values.config_item,
                        help="broker config, Kafka names (e.g. auto.create.topics.enable=false); repeatable; "
                             "an unknown key is refused")
-    serve.add_argument("--latency", default=os.environ.get("MOCKBROKER_LATENCY") or None, type=_latency,
+    serve.add_argument("--latency", default=os.environ.get("MOCKBROKER_LATENCY") or None, type=values.latency,
                        metavar="PRESET",
                        help="realistic: every API as slow as Kafka's in one data centre (replicated writes 3 ms, "
                             "metadata changes 10 ms, the rest 1 ms; $MOCKBROKER_LATENCY)")
     serve.add_argument("--racks", default=os.environ.get("MOCKBROKER_RACKS") or None, metavar="RACK,RACK,...",
                        help="each broker's broker.rack, one per broker in node id order (e.g. a,b,c; "
                             "$MOCKBROKER_RACKS)")
-    serve.add_argument("--control-port", type=_port, default=_env("MOCKBROKER_CONTROL_PORT", None),
+    serve.add_argument("--control-port", type=values.port, default=_env("MOCKBROKER_CONTROL_PORT", None),
                        help="serve the HTTP control API on this port (0 = a free port; $MOCKBROKER_CONTROL_PORT)")
     serve.add_argument("--control-host", default=os.environ.get("MOCKBROKER_CONTROL_HOST", "127.0.0.1"),
                        help="control API address (default 127.0.0.1; $MOCKBROKER_CONTROL_HOST)")
     serve.add_argument("--control-token", default=os.environ.get("MOCKBROKER_CONTROL_TOKEN"),
                        help="require 'Authorization: Bearer TOKEN' on the control API "
                             "(default: $MOCKBROKER_CONTROL_TOKEN)")
-    serve.add_argument("--schema-registry-port", type=_port, default=_env("MOCKBROKER_SCHEMA_REGISTRY_PORT", None),
+    serve.add_argument("--schema-registry-port", type=values.port,
+                       default=_env("MOCKBROKER_SCHEMA_REGISTRY_PORT", None),
                        help="serve a Confluent-compatible Schema Registry on this port (0 = a free port; "
                             "$MOCKBROKER_SCHEMA_REGISTRY_PORT; needs mockbroker[schema-registry])")
     serve.add_argument("--schema-registry-host", default=os.environ.get("MOCKBROKER_SCHEMA_REGISTRY_HOST", "127.0.0.1"),
                        help="Schema Registry address (default 127.0.0.1; $MOCKBROKER_SCHEMA_REGISTRY_HOST)")
-    serve.add_argument("--oidc-port", type=_port, default=_env("MOCKBROKER_OIDC_PORT", None),
+    serve.add_argument("--oidc-port", type=values.port, default=_env("MOCKBROKER_OIDC_PORT", None),
                        help="serve a mock OIDC provider (client credentials token endpoint and JWKS) for "
                             "SASL/OAUTHBEARER on this port; brokers validate its signed tokens (0 = a free port; "
                             "$MOCKBROKER_OIDC_PORT)")
     serve.add_argument("--oidc-host", default=os.environ.get("MOCKBROKER_OIDC_HOST", "127.0.0.1"),
                        help="OIDC provider address (default 127.0.0.1; $MOCKBROKER_OIDC_HOST)")
     _add_security_arguments(serve)
-    serve.add_argument("--log-level", default="INFO", type=_log_level, metavar="LEVEL",
-                       help=f"log level: {', '.join(LOG_LEVELS)} (default INFO)")
+    serve.add_argument("--log-level", default="INFO", type=values.log_level, metavar="LEVEL",
+                       help=f"log level: {', '.join(values.LOG_LEVELS)} (default INFO)")
 
 
 def main(argv: list[str] | None = None) -> int:
