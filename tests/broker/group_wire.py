@@ -8,7 +8,10 @@ for a KIP-848 group.  Requests go to the group's coordinator (or, asked for, to 
 
 from __future__ import annotations
 
+import itertools
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +39,29 @@ class Setup:
 
 class GroupStates:
     """Builds groups in the states the tables need on one cluster; closes its connections at the end."""
+
+    _ids = itertools.count()  # group ids are unique across the module's tests
+
+    @classmethod
+    @contextmanager
+    def on_a_cluster(cls) -> Iterator[GroupStates]:
+        """Three brokers, the topic the groups commit offsets for; the connections closed at the end."""
+        with MockCluster(brokers=3, topics={TOPIC: 2}) as cluster:
+            states = cls(cluster)
+            try:
+                yield states
+            finally:
+                states.close()
+
+    def build(self, state: str, prefix: str = "g") -> Setup:
+        """A fresh group in ``state``: "none" (no group), "static" (stable, its member static) or the name of
+        one of the builder methods below."""
+        group = f"{prefix}{next(self._ids)}-{state}"
+        if state == "none":
+            return Setup(group)
+        if state == "static":
+            return self.stable(group, instance=f"i-{group}")
+        return getattr(self, state)(group)  # type: ignore[no-any-return]
 
     def __init__(self, cluster: MockCluster) -> None:
         self.cluster = cluster

@@ -8,37 +8,22 @@ ClassicGroup.validateMember).  Where two checks fail at once the row says which 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from mockbroker.cluster import MockCluster
 from mockbroker.errors import ErrorCode
 from tests.broker.group_wire import PROTOCOL, GroupStates, R, Setup
 
 E = ErrorCode
-_ids = itertools.count()
 Row = tuple[str, str, Callable[[Setup], dict[str, Any]], int]
 
 
 @pytest.fixture(scope="module")
 def states() -> Iterator[GroupStates]:
-    with MockCluster(brokers=3, topics={"t": 2}) as cluster:
-        gs = GroupStates(cluster)
+    with GroupStates.on_a_cluster() as gs:
         yield gs
-        gs.close()
-
-
-def build(gs: GroupStates, state: str) -> Setup:
-    """A fresh group in ``state``."""
-    group = f"g{next(_ids)}-{state}"
-    if state == "none":
-        return Setup(group)
-    if state == "static":
-        return gs.stable(group, instance=f"i-{group}")
-    return getattr(gs, state)(group)  # type: ignore[no-any-return]
 
 
 # -- JoinGroup ------------------------------------------------------------------------------------------
@@ -67,7 +52,7 @@ JOIN: list[Row] = [
 
 @pytest.mark.parametrize(("state", "fields", "expected"), [r[1:] for r in JOIN], ids=[r[0] for r in JOIN])
 def test_join_group(states: GroupStates, state: str, fields: Callable[[Setup], dict[str, Any]], expected: int) -> None:
-    s = build(states, state)
+    s = states.build(state)
     f = {"group": s.group, "member": "", "instance": None, "coordinator": True} | fields(s)
     body = GroupStates.join_body(f["group"], f["member"], f["instance"], **{
         k: f[k] for k in ("session_ms", "protocol_type", "protocols") if k in f})
@@ -102,7 +87,7 @@ SYNC: list[Row] = [
 
 @pytest.mark.parametrize(("state", "fields", "expected"), [r[1:] for r in SYNC], ids=[r[0] for r in SYNC])
 def test_sync_group(states: GroupStates, state: str, fields: Callable[[Setup], dict[str, Any]], expected: int) -> None:
-    s = build(states, state)
+    s = states.build(state)
     f = {"group": s.group, "member": s.member, "generation": s.generation, "instance": s.instance,
          "protocol_type": PROTOCOL[0], "protocol_name": PROTOCOL[1], "version": 5, "coordinator": True} | fields(s)
     m = R[14]
@@ -136,7 +121,7 @@ HEARTBEAT: list[Row] = [
 
 @pytest.mark.parametrize(("state", "fields", "expected"), [r[1:] for r in HEARTBEAT], ids=[r[0] for r in HEARTBEAT])
 def test_heartbeat(states: GroupStates, state: str, fields: Callable[[Setup], dict[str, Any]], expected: int) -> None:
-    s = build(states, state)
+    s = states.build(state)
     f = {"group": s.group, "member": s.member, "generation": s.generation, "instance": s.instance,
          "coordinator": True} | fields(s)
     body = R[12].HeartbeatRequest(group_id=f["group"], generation_id=f["generation"], member_id=f["member"],
@@ -166,7 +151,7 @@ LEAVE: list[Row] = [
 
 @pytest.mark.parametrize(("state", "fields", "expected"), [r[1:] for r in LEAVE], ids=[r[0] for r in LEAVE])
 def test_leave_group(states: GroupStates, state: str, fields: Callable[[Setup], dict[str, Any]], expected: int) -> None:
-    s = build(states, state)
+    s = states.build(state)
     f = {"group": s.group, "member": s.member, "instance": s.instance, "version": 3, "coordinator": True} | fields(s)
     m = R[13]
     w = states.client(s.group, f["coordinator"])

@@ -9,37 +9,23 @@ ConsumerGroup.validateOffsetCommit / validateOffsetFetch, and last the metadata 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from mockbroker.cluster import MockCluster
 from mockbroker.errors import ErrorCode
 from tests.broker.group_wire import TOPIC, GroupStates, R, Setup
 
 E = ErrorCode
-_ids = itertools.count()
 BIG = "m" * 5000  # over offset.metadata.max.bytes (4096)
 Row = tuple[str, str, Callable[[Setup], dict[str, Any]], "int | list[int]"]
 
 
 @pytest.fixture(scope="module")
 def states() -> Iterator[GroupStates]:
-    with MockCluster(brokers=3, topics={TOPIC: 2}) as cluster:
-        gs = GroupStates(cluster)
+    with GroupStates.on_a_cluster() as gs:
         yield gs
-        gs.close()
-
-
-def build(gs: GroupStates, state: str) -> Setup:
-    group = f"o{next(_ids)}-{state}"
-    if state == "none":
-        return Setup(group)
-    if state == "static":
-        return gs.stable(group, instance=f"i-{group}")
-    return getattr(gs, state)(group)  # type: ignore[no-any-return]
 
 
 def expected_codes(expected: int | list[int], partitions: int) -> list[int]:
@@ -96,7 +82,7 @@ COMMIT: list[Row] = [
 @pytest.mark.parametrize(("state", "fields", "expected"), [r[1:] for r in COMMIT], ids=[r[0] for r in COMMIT])
 def test_offset_commit(states: GroupStates, state: str, fields: Callable[[Setup], dict[str, Any]],
                        expected: int | list[int]) -> None:
-    s = build(states, state)
+    s = states.build(state, "o")
     f = {"group": s.group, "member": s.member, "generation": s.generation, "instance": s.instance, "version": 8,
          "metadata": "", "topics": [(TOPIC, 0)], "coordinator": True} | fields(s)
     m = R[8]
@@ -147,7 +133,7 @@ TXN: list[Row] = [
 @pytest.mark.parametrize(("state", "fields", "expected"), [r[1:] for r in TXN], ids=[r[0] for r in TXN])
 def test_txn_offset_commit(states: GroupStates, state: str, fields: Callable[[Setup], dict[str, Any]],
                            expected: int | list[int]) -> None:
-    s = build(states, state)
+    s = states.build(state, "o")
     txn_id = f"tx-{s.group}"
     producer, epoch = states.producer(txn_id, s.group)
     f = {"group": s.group, "member": s.member, "generation": s.generation, "instance": s.instance, "version": 3,
@@ -183,7 +169,7 @@ FETCH: list[Row] = [
 @pytest.mark.parametrize(("state", "fields", "expected"), [r[1:] for r in FETCH], ids=[r[0] for r in FETCH])
 def test_offset_fetch(states: GroupStates, state: str, fields: Callable[[Setup], dict[str, Any]],
                       expected: int) -> None:
-    s = build(states, state)
+    s = states.build(state, "o")
     f = {"group": s.group, "member": s.member, "epoch": s.generation, "version": 9, "coordinator": True} | fields(s)
     m = R[9]
     w = states.client(f["group"], f["coordinator"])
