@@ -27,7 +27,8 @@ class Connection:
         try:
             self.sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
-            raise BrokerError(f"cannot connect to {self.address}: {exc}") from exc
+            reason = " ".join((exc.strerror or str(exc) or type(exc).__name__).split())  # no "[Errno 111]"
+            raise BrokerError(f"cannot connect to {self.address}: {reason}") from exc
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._correlation = 0
         self.versions: dict[int, tuple[int, int]] = {}

@@ -8,6 +8,10 @@ sequence), works out each transactional record's fate from the next marker of it
 offset gaps that are neither markers nor aborted records, duplicate (producer, epoch, sequence) pairs,
 aborted (or still open) records that a read_committed reader is shown, and per-key order violations
 (a later offset with a lower producer sequence or, without one, an earlier timestamp).
+
+Exit status: 0 when it found nothing wrong (an empty topic included), 1 when it found a problem, 2 when it
+could not run (no Java 17+, a broker it cannot reach or a topic the broker lacks: one line, before Spark
+starts).
 """
 
 from __future__ import annotations
@@ -171,11 +175,14 @@ def main(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from mockbroker.spark.preflight import java_problem
+    from mockbroker.spark.preflight import broker_problem, java_problem
 
     missing = missing_extra()
     settings = _spark_settings(args.conf)
     problem = missing or (isinstance(settings, str) and settings) or java_problem()
+    if not problem:  # the broker and topics, before Spark starts (a JVM's start, and its traces, for nothing)
+        broker = broker_problem(args.bootstrap, args.topic)
+        problem = broker and f"mockbroker audit: error: {broker}"
     if problem:
         print(problem if problem.startswith("mockbroker audit") else f"mockbroker audit: {problem}", file=sys.stderr)
         return 2

@@ -1,13 +1,16 @@
 """What Spark needs before a mockbroker job can run, each said in one line at the point of failure instead
-of a Python traceback inside a Java stack trace: Java 17+ for the driver, and executors whose Python can
-import mockbroker and what it imports (pyarrow, the compression codecs).
+of a Python traceback inside a Java stack trace: Java 17+ for the driver, a broker that answers and holds
+the topics asked for, and executors whose Python can import mockbroker and what it imports (pyarrow, the
+compression codecs).
 
     problem = java_problem()            # None, or one line ("Spark 4 needs Java 17 or newer: ...")
+    problem = broker_problem("127.0.0.1:9092", ["orders"])  # None, or one line (unreachable, no such topic)
     problem = executor_problem(spark)   # None, or one line naming the executors' Python and what it lacks
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
@@ -52,6 +55,27 @@ def java_problem() -> str | None:
     if major < MIN_JAVA:
         return (f"Spark 4 needs Java {MIN_JAVA} or newer, and {java} (from {where}) is Java {major}: install a "
                 "newer one or point JAVA_HOME at it")
+    return None
+
+
+def broker_problem(bootstrap: str, topics: list[str], timeout: float = 10.0) -> str | None:
+    """None when a broker of ``bootstrap`` answers and has every one of ``topics``, else one line in
+    argparse's form, naming the option (``argument --bootstrap-server: cannot connect to ...``)."""
+    from mockbroker.client import BrokerError, KafkaClient, KafkaClientError
+    from mockbroker.codec_errors import CodecError
+
+    try:
+        with KafkaClient(bootstrap, client_id="mockbroker-preflight", timeout=timeout) as client:
+            known = client.topics()
+    except ValueError:
+        return f"argument --bootstrap-server: expected host:port[,host:port], not {bootstrap!r}"
+    except (BrokerError, KafkaClientError, CodecError, OSError) as error:  # "cannot connect to HOST:PORT: why"
+        return f"argument --bootstrap-server: {' '.join(str(error).split()) or type(error).__name__}"
+    for topic in topics:
+        if topic not in known:
+            near = difflib.get_close_matches(topic, sorted(known), 1, 0.6)
+            return (f"argument --topic: {bootstrap} has no topic {topic!r}"
+                    + (f" (did you mean {near[0]!r}?)" if near else ""))
     return None
 
 

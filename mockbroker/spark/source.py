@@ -56,6 +56,17 @@ def _ranges(opts: SourceOptions, start: dict[tuple[str, int], int], end: dict[tu
     return out
 
 
+def _read(partition: InputPartition) -> Iterator[Any]:
+    """The rows of one planned range.  When ``partitions()`` finds nothing to read (an empty topic, or
+    partitions emptied by DeleteRecords or retention), pyspark still runs one task, with a placeholder
+    ``InputPartition(None)``: it reads no rows, as Spark's Kafka source returns none there."""
+    if partition.value is None:
+        return
+    if not isinstance(partition, RangePartition):
+        raise TypeError(f"the mockbroker source planned no {type(partition).__name__} (got {partition.value!r})")
+    yield from read_range(partition.range)
+
+
 class MockbrokerDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -98,8 +109,7 @@ class BatchReader(DataSourceReader):
         return _ranges(self.opts, flat(start), flat(end), self.opts.min_partitions, self.audit)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, RangePartition)
-        yield from read_range(partition.range)
+        yield from _read(partition)
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -153,8 +163,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _ranges(self.opts, flat(start), flat(end), self.opts.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, RangePartition)
-        yield from read_range(partition.range)
+        yield from _read(partition)
 
     def commit(self, end: dict) -> None:
         pass  # offsets live in Spark's checkpoint, as with Spark's Kafka source

@@ -1,6 +1,7 @@
 """The Spark audit finds planted defects (a duplicate, a gap, a visible aborted record, a per-key order
 violation) and passes clean topics written by confluent-kafka's idempotent and transactional producers
-under injected faults; ``mockbroker audit`` prints the table, writes JSON and exits 1 on defects."""
+under injected faults, and empty topics or topics emptied by DeleteRecords (no records, nothing wrong);
+``mockbroker audit`` prints the table, writes JSON and exits 1 on defects, 0 on an empty topic."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from mockbroker import batches
 from mockbroker import records as rec
@@ -107,3 +109,25 @@ def test_a_scenario_can_end_with_the_spark_audit(spark: Any) -> None:
         assert run.wait_steps(timeout=10)
     assert run.result is not None and run.result.passed, run.result.report()
     assert run.result.expectations[0].detail.startswith("1,000 records (1,000 committed, 0 aborted), 0 gaps")
+
+
+def test_empty_and_emptied_topics_pass_with_no_records(spark: Any, cluster: MockCluster, tmp_path: Path) -> None:
+    cluster.create_topic("void", 2)
+    cluster.create_topic("wiped", 2)
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True})
+    for i in range(10):
+        p.produce("wiped", f"w{i}".encode(), partition=i % 2)
+    assert p.flush(10) == 0
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    for future in admin.delete_records([TopicPartition("wiped", n, -1) for n in (0, 1)]).values():
+        future.result(10)
+    report = run_audit(spark, cluster.bootstrap_servers, ["void", "wiped"], check=False)  # nothing to read at all
+    assert (report.records, report.control_markers, report.passed) == (0, 0, True), report.table()
+
+    out = tmp_path / "empty.json"
+    done = subprocess.run([sys.executable, "-m", "mockbroker", "audit", "--bootstrap-server",
+                           cluster.bootstrap_servers, "--topic", "void", "--json", str(out)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "PASSED" in done.stdout and "Traceback" not in done.stderr
+    assert json.loads(out.read_text())["records"] == 0

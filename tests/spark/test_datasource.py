@@ -1,10 +1,12 @@
 """The mockbroker Spark data source on local[2] against a real mock cluster and confluent-kafka: batch and
 streaming reads match what confluent-kafka produced record for record, options behave as Spark's Kafka
 source's do, read_committed hides aborted transactions, a streaming query restarts from its checkpoint
-without duplicates, and the sink's records read back with confluent-kafka."""
+without duplicates, empty topics and partitions emptied by DeleteRecords or retention read as no rows (batch
+and streaming, failOnDataLoss as Spark's), and the sink's records read back with confluent-kafka."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from mockbroker.cluster import MockCluster
 
@@ -232,3 +235,94 @@ def test_the_sink_needs_a_value_and_a_topic(spark: Any, cluster: MockCluster) ->
     with pytest.raises(Exception, match="needs a value column"):
         (df.selectExpr("key").write.format("mockbroker").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
          .option("topic", "x").mode("append").save())
+
+
+def delete_records(cluster: MockCluster, *wanted: tuple[str, int, int]) -> None:
+    """DeleteRecords through confluent-kafka's AdminClient (offset -1: the whole partition)."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    for future in admin.delete_records([TopicPartition(t, p, o) for t, p, o in wanted]).values():
+        future.result(10)
+
+
+def test_empty_and_emptied_partitions_read_as_no_rows(spark: Any, cluster: MockCluster) -> None:
+    """Spark's Kafka source plans empty ranges and returns 0 rows for them: a topic never written, a partition
+    never written among full ones, partitions emptied by DeleteRecords and by retention.  An explicit start
+    below the log's start is data loss: an error with failOnDataLoss (the default), skipped without."""
+    cluster.create_topic("vacant", 2)
+    cluster.create_topic("sparse", 3)  # partition 1 is never written
+    cluster.create_topic("deleted", 2)  # DeleteRecords: all of partition 0, partition 1 up to offset 2
+    cluster.create_topic("expired", 2, config={"retention.ms": "60000"})  # partition 0's records are older
+    now = int(time.time() * 1000)
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0})
+    for i in range(6):
+        p.produce("sparse", f"s{i}".encode(), partition=(0, 2)[i % 2])
+        p.produce("deleted", f"d{i}".encode(), partition=i % 2)
+        p.produce("expired", f"e{i}".encode(), partition=i % 2, timestamp=now - 600_000 if i % 2 == 0 else now)
+    assert p.flush(10) == 0
+    delete_records(cluster, ("deleted", 0, -1), ("deleted", 1, 2))
+    cluster.run_retention()
+    expired = cluster.state.partition("expired", 0)
+    assert expired.log_start_offset == expired.high_watermark == 3  # emptied (by this pass or the tick's)
+
+    def rows(**options: str) -> list[tuple[str, int, int, str]]:
+        df = reader(spark, cluster, **options).select("topic", "partition", "offset", "value")
+        return sorted((r.topic, r.partition, r.offset, r.value.decode()) for r in df.collect())
+
+    assert reader(spark, cluster, subscribe="vacant").count() == 0
+    assert rows(assign='{"sparse":[1]}') == []
+    assert rows(assign='{"deleted":[0]}') == []
+    assert rows(assign='{"expired":[0]}') == []
+    assert rows(subscribePattern="vacant|deleted|expired", minPartitions="4",
+                **{"kafka.isolation.level": "read_committed"}) == [("deleted", 1, 2, "d5")] + [
+        ("expired", 1, o, f"e{2 * o + 1}") for o in range(3)]
+    assert rows(subscribe="sparse") == sorted([("sparse", 0, o, f"s{2 * o}") for o in range(3)]
+                                              + [("sparse", 2, o, f"s{2 * o + 1}") for o in range(3)])
+    from_zero = {"assign": '{"deleted":[0]}', "startingOffsets": '{"deleted":{"0":0}}'}
+    with pytest.raises(Exception, match="are gone"):
+        reader(spark, cluster, **from_zero).count()
+    assert rows(failOnDataLoss="false", **from_zero) == []
+
+
+def test_streaming_over_empty_and_emptied_partitions(spark: Any, cluster: MockCluster, tmp_path: Path) -> None:
+    """A stream over topics with nothing in them reads nothing, then what is produced; a topic created empty
+    while it runs adds nothing; offsets deleted under its checkpoint are data loss: the query fails with
+    failOnDataLoss (Spark's default) and skips them without."""
+    cluster.create_topic("quiet-a", 2)
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0})
+
+    def produce(topic: str, partition: int, *values: str) -> None:
+        for value in values:
+            p.produce(topic, value.encode(), partition=partition)
+        assert p.flush(10) == 0
+
+    def run(checkpoint: Path, fail_on_data_loss: str = "false", out: str = "out") -> Any:
+        stream = (spark.readStream.format("mockbroker").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+                  .option("subscribePattern", "quiet-.*").option("startingOffsets", "earliest")
+                  .option("failOnDataLoss", fail_on_data_loss).load())
+        query = (stream.selectExpr("CAST(value AS STRING) AS value", "topic", "partition", "offset").writeStream
+                 .format("parquet").option("path", str(tmp_path / out)).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        try:
+            query.awaitTermination(120)
+        except Exception as error:  # StreamingQueryException: the query failed
+            return error
+        return query.exception()
+
+    def values() -> list[str]:
+        out = spark.read.schema("value string, topic string, partition int, offset long").parquet(str(tmp_path / "out"))
+        return sorted(r.value for r in out.select("value").collect())
+
+    checkpoint = tmp_path / "checkpoint"
+    assert run(checkpoint) is None and values() == []  # nothing in either partition
+    cluster.create_topic("quiet-b", 1)  # a new, empty topic: its partition appears at offset 0
+    produce("quiet-a", 0, "a0", "a1")
+    produce("quiet-a", 1, "b0")
+    assert run(checkpoint) is None and values() == ["a0", "a1", "b0"]
+    produce("quiet-a", 0, "a2", "a3")
+    delete_records(cluster, ("quiet-a", 0, -1))  # a2 and a3 go before the stream reads them
+    produce("quiet-b", 0, "c0")
+    strict = tmp_path / "strict"
+    shutil.copytree(checkpoint, strict)
+    error = run(strict, fail_on_data_loss="true", out="strict-out")
+    assert error is not None and "are gone" in str(error)
+    assert run(checkpoint) is None and values() == ["a0", "a1", "b0", "c0"]

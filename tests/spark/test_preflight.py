@@ -1,11 +1,13 @@
 """What a Spark job meets before it can run, said in one line: no Java or too old a Java (``mockbroker
 audit`` exits 2 before Spark starts), executors on local[2] whose Python cannot start or lacks mockbroker
 (register() raises ExecutorSetupError instead of a Python traceback inside a Java stack trace), a bad
-``--conf``, and the archive command's refusals."""
+``--conf``, a broker that cannot be reached or lacks a topic (exit 2 before Spark starts), and the archive
+command's refusals."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import zipfile
@@ -15,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from mockbroker.cluster import MockCluster
 from mockbroker.spark import ExecutorSetupError, register
 from mockbroker.spark.preflight import java_problem
 
@@ -52,9 +55,10 @@ def test_no_java_at_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     assert problem is not None and "there is no java on JAVA_HOME=" in problem
 
 
-def _audit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mockbroker", "audit", "--bootstrap-server", "127.0.0.1:1",
-                           "--topic", "t", *args], capture_output=True, text=True, timeout=60,
+def _audit(*args: str, env: dict[str, str] | None = None, bootstrap: str = "127.0.0.1:1",
+           topic: str = "t") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mockbroker", "audit", "--bootstrap-server", bootstrap,
+                           "--topic", topic, *args], capture_output=True, text=True, timeout=60,
                           env=env or dict(os.environ))
 
 
@@ -70,6 +74,26 @@ def test_the_audit_refuses_a_conf_that_is_not_key_value() -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == ("mockbroker audit: --conf 'spark.executor.memory' is not KEY=VALUE "
                                    "(e.g. --conf spark.executor.memory=4g)")
+
+
+def test_the_audit_against_an_unreachable_broker_says_so_before_spark_starts() -> None:
+    with socket.socket() as bound:  # bound, not listening: a connection is refused
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        done = _audit(bootstrap=f"127.0.0.1:{port}")
+    assert done.returncode == 2  # could not run (1 is "found problems")
+    assert done.stderr == (f"mockbroker audit: error: argument --bootstrap-server: cannot connect to 127.0.0.1:{port}: "
+                           "Connection refused\n")
+    assert done.stdout == ""
+
+
+def test_the_audit_names_a_topic_the_broker_lacks() -> None:
+    with MockCluster(topics={"orders": 1}) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        done = _audit(bootstrap=bootstrap, topic="ordres")
+    assert done.returncode == 2
+    assert done.stderr == (f"mockbroker audit: error: argument --topic: {bootstrap} has no topic "
+                           "'ordres' (did you mean 'orders'?)\n")
 
 
 def test_the_archive_command(tmp_path: Path) -> None:
@@ -111,6 +135,7 @@ def test_local_executors_whose_python_cannot_start(local_session: Any) -> None:
 DRIVER = """
 import os, sys
 from pyspark.sql import SparkSession
+from mockbroker.cluster import MockCluster
 from mockbroker.spark import ExecutorSetupError, register
 spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
 spark.sparkContext.setLogLevel("OFF")

@@ -1,5 +1,6 @@
 """Pieces of the Spark data source that need no Spark: Kafka's murmur2 partitioner, option parsing, the
-backlog split of maxOffsetsPerTrigger, and the column decoder against the general record decoder."""
+backlog split of maxOffsetsPerTrigger, the column decoder against the general record decoder, and the
+placeholder task pyspark runs when the source planned nothing (an empty topic)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from mockbroker import records as rec
 from mockbroker.client.partitioner import murmur2, partition_for_key
 from mockbroker.spark.columns import decode_columns, encode_columns
 from mockbroker.spark.options import OptionError, canonical, parse_source
-from mockbroker.spark.source import _split_by_backlog
+from mockbroker.spark.source import BatchReader, StreamReader, _split_by_backlog
 
 
 def test_murmur2_matches_kafkas_test_vectors() -> None:
@@ -88,3 +89,14 @@ def test_column_encoder_makes_batches_the_record_decoder_reads(items: list[tuple
     assert [(None if r.key is None else bytes(r.key), None if r.value is None else bytes(r.value),
              [(k, None if v is None else bytes(v)) for k, v in r.headers], base + r.timestamp_delta)
             for r in records] == [(k, v, list(h), t) for k, v, h, t in items]
+
+
+def test_the_placeholder_of_an_empty_plan_reads_no_rows() -> None:
+    """pyspark runs one task with InputPartition(None) when partitions() returns [] (nothing to read)."""
+    from pyspark.sql.datasource import InputPartition
+
+    options = {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}
+    assert list(BatchReader(parse_source(options, streaming=False)).read(InputPartition(None))) == []
+    assert list(StreamReader(parse_source(options, streaming=True)).read(InputPartition(None))) == []
+    with pytest.raises(TypeError, match="planned no InputPartition"):
+        list(BatchReader(parse_source(options, streaming=False)).read(InputPartition("elsewhere")))
