@@ -307,3 +307,13 @@ def test_readme_links_into_docs_exist() -> None:
     assert links
     missing = [link for link in links if "://" not in link and not (ROOT / link).exists()]
     assert not missing, missing
+
+
+def test_every_docs_page_is_linked_from_the_index_and_the_readme() -> None:
+    """docs/index.md and the README's documentation list name every page of docs/ (issue 50: share groups and
+    the Schema Registry were missing from both)."""
+    index = (ROOT / "docs" / "index.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md") if p.name != "index.md")
+    assert [p for p in pages if f"]({p}" not in index] == []
+    assert [p for p in pages if f"](docs/{p}" not in readme] == []

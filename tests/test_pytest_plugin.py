@@ -165,3 +165,14 @@ def test_a_bad_marker_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess()
     result.stdout.fnmatch_lines(["*unknown cluster option(s)*brokrs*"])
     assert result.ret != 0
+
+
+def test_the_marker_help_names_every_option(pytester: pytest.Pytester) -> None:
+    """``pytest --markers`` shows the mockbroker marker with every option the plugin takes (issue 50: its help
+    left out ``host`` and ``clock``)."""
+    from mockbroker.pytest_plugin import _OPTIONS
+
+    result = pytester.runpytest_subprocess("--markers")
+    (line,) = [line for line in result.stdout.lines if line.startswith("@pytest.mark.mockbroker(")]
+    signature = line.split(":", 1)[0]
+    assert [option for option in _OPTIONS if f"{option}=" not in signature] == [], line
