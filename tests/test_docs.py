@@ -34,7 +34,6 @@ from __future__ import annotations
 import gc
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -43,6 +42,8 @@ from pathlib import Path
 
 import pytest
 from pytest_examples import CodeExample, EvalExample, find_examples
+
+from tests.processes import interrupt_group
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = ROOT / ".venv" / "bin"
@@ -211,16 +212,6 @@ def _start(line: str, cwd: Path, ports: dict[str, str]) -> subprocess.Popen[str]
     raise AssertionError(f"{line!r} printed no bootstrap.servers line:\n{''.join(seen)[-3000:]}")
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 def _pip_check(line: str) -> None:
     args = line.split(None, 2)[2]
     done = subprocess.run(f"{VENV_BIN}/pip install --dry-run --no-deps --no-build-isolation -q {args}",
@@ -252,7 +243,7 @@ def _run_block(block: ShellBlock, tmp_path: Path) -> None:
             assert done.returncode == 0, f"{line!r} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"  # noqa: E501
     finally:
         for proc in started:
-            _stop(proc)
+            interrupt_group(proc)
 
 
 def _shell_params() -> Iterator:

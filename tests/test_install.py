@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import interrupt_group
+
 pytestmark = [pytest.mark.slow, pytest.mark.clients]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -300,12 +302,7 @@ def test_make_run_from_a_clone_installs_quietly_with_a_plain_pth(tmp_path: Path)
             if line.startswith("bootstrap.servers="):
                 break
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        interrupt_group(proc)
     out = "".join(seen)
     if not seen or not seen[-1].startswith("bootstrap.servers="):
         if UNREACHABLE.search(out):

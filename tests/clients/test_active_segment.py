@@ -7,15 +7,15 @@ a real consumer reads what is left."""
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
 from mockbroker.cluster import MockCluster
+from tests.clients.test_configs_clients import consume_all
 
 pytestmark = pytest.mark.clients
 
@@ -40,23 +40,8 @@ def send(cluster: MockCluster, topic: str, items: list[tuple[bytes, bytes, int |
 
 
 def read_all(cluster: MockCluster, topic: str) -> list[tuple[int, bytes]]:
-    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": str(uuid.uuid4()),
-                  "auto.offset.reset": "earliest", "enable.partition.eof": True})
-    c.subscribe([topic])
-    out: list[tuple[int, bytes]] = []
-    deadline = time.monotonic() + 20
-    try:
-        while time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                break
-            out.append((m.offset(), m.value()))
-    finally:
-        c.close()
-    return out
+    """Every record of ``topic`` (one partition) as (offset, value), read to its end."""
+    return [(offset, value) for offset, _key, value in consume_all(cluster, topic, 0)]
 
 
 def tick_cleaner(cluster: MockCluster) -> int:
