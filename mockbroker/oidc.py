@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import difflib
 import json
 import time
 import uuid
@@ -41,6 +40,7 @@ from aiohttp import web
 
 from mockbroker import jws
 from mockbroker.http_site import HttpSite
+from mockbroker.nearest import did_you_mean
 
 SETTINGS = ("algorithm", "audience", "bad_signature", "claims", "clients", "expired", "issuer", "lifetime_s",
             "refuse", "refuse_error", "scope", "subject", "unknown_key")
@@ -73,8 +73,8 @@ class OidcProvider:
     def _checked(changes: dict[str, Any]) -> dict[str, Any]:
         for name, value in changes.items():
             if name not in SETTINGS:
-                near = difflib.get_close_matches(name, SETTINGS, 1, 0.6)
-                raise ValueError(f"unknown OIDC provider setting {name!r}" + (f": did you mean {near[0]!r}?" if near
+                near = did_you_mean(name, SETTINGS)
+                raise ValueError(f"unknown OIDC provider setting {name!r}" + (f": did you mean {near!r}?" if near
                                                                             else f" (one of {', '.join(SETTINGS)})"))
             if name == "algorithm" and value not in jws.ALGORITHMS:
                 raise ValueError(f"algorithm must be one of {', '.join(jws.ALGORITHMS)}, not {value!r}")

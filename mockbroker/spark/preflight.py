@@ -10,7 +10,6 @@ compression codecs).
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import shutil
@@ -63,6 +62,7 @@ def broker_problem(bootstrap: str, topics: list[str], timeout: float = 10.0) -> 
     argparse's form, naming the option (``argument --bootstrap-server: cannot connect to ...``)."""
     from mockbroker.client import BrokerError, KafkaClient, KafkaClientError
     from mockbroker.codec_errors import CodecError
+    from mockbroker.nearest import hint
 
     try:
         with KafkaClient(bootstrap, client_id="mockbroker-preflight", timeout=timeout) as client:
@@ -73,9 +73,7 @@ def broker_problem(bootstrap: str, topics: list[str], timeout: float = 10.0) -> 
         return f"argument --bootstrap-server: {' '.join(str(error).split()) or type(error).__name__}"
     for topic in topics:
         if topic not in known:
-            near = difflib.get_close_matches(topic, sorted(known), 1, 0.6)
-            return (f"argument --topic: {bootstrap} has no topic {topic!r}"
-                    + (f" (did you mean {near[0]!r}?)" if near else ""))
+            return f"argument --topic: {bootstrap} has no topic {topic!r}{hint(topic, known)}"
     return None
 
 
