@@ -16,6 +16,12 @@ P = ParamSpec("P")
 MAX_METADATA = 4096  # offset.metadata.max.bytes: committed metadata longer than this is refused
 
 
+def metadata_code(metadata: str | None) -> int:
+    """OFFSET_METADATA_TOO_LARGE for committed metadata over ``offset.metadata.max.bytes``, else 0: the last of
+    a committed partition's checks (OffsetCommit, TxnOffsetCommit)."""
+    return ErrorCode.OFFSET_METADATA_TOO_LARGE if metadata is not None and len(metadata.encode()) > MAX_METADATA else 0
+
+
 def not_coordinator(ctx: RequestContext, group_id: str, empty_ok: bool = False) -> int:
     """NOT_COORDINATOR when this broker does not coordinate ``group_id`` (0 when it does); INVALID_GROUP_ID for
     an empty id, unless ``empty_ok`` (Kafka takes OffsetCommit and OffsetFetch for the empty group id)."""

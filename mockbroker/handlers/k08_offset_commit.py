@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import MAX_METADATA, not_coordinator, refusal
+from mockbroker.handlers.groups_common import metadata_code, not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -73,8 +73,7 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
         offsets = []
         for i, j in valid:
             p = req.topics[i].partitions[j]
-            too_large = p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA
-            codes[(i, j)] = group_code or (ErrorCode.OFFSET_METADATA_TOO_LARGE if too_large else 0)
+            codes[(i, j)] = group_code or metadata_code(p.committed_metadata)
             if not codes[(i, j)]:
                 epoch = p.committed_leader_epoch if ctx.api_version >= 6 else -1
                 offsets.append((names[i], p.partition_index, p.committed_offset, epoch, p.committed_metadata))

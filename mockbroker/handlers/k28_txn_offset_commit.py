@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import MAX_METADATA, not_coordinator, refusal
+from mockbroker.handlers.groups_common import metadata_code, not_coordinator, refusal
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -75,8 +75,7 @@ def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Any:
             req.generation_id if v3 else -1, req.group_instance_id if v3 else None, ctx.api_version, transactional=True)
         offsets = []
         for name, p in valid:
-            too_large = p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA
-            codes[(name, p.partition_index)] = group_code or (ErrorCode.OFFSET_METADATA_TOO_LARGE if too_large else 0)
+            codes[(name, p.partition_index)] = group_code or metadata_code(p.committed_metadata)
             if not codes[(name, p.partition_index)]:
                 offsets.append((name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                                 p.committed_metadata))
