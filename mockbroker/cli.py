@@ -247,6 +247,8 @@ async def _serve(cluster: MockCluster) -> int:
 
     collector.install()  # this process is the broker's own: keep the cycle collector's pauses short
     print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
+    if cluster.console_url:
+        print(f"console={cluster.console_url}", flush=True)
     if len(cluster.security.listeners) > 1:
         for spec in cluster.security.listeners:
             print(f"listener.{spec.name}={cluster.bootstrap_for(spec.name)}", flush=True)

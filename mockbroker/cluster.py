@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mockbroker.cluster_args import check_arguments
+from mockbroker.cluster_console import ConsoleMixin
 from mockbroker.cluster_faults import FaultsMixin
 from mockbroker.cluster_oidc import OidcMixin, oidc_options
 from mockbroker.cluster_registry import RegistryMixin, registry_port
@@ -46,7 +47,7 @@ TICK_SECONDS = 0.1  # while anything runs on the clock (ClusterState.timers_live
 IDLE_TICK_SECONDS = 1.02
 
 
-class MockCluster(FaultsMixin, RegistryMixin, OidcMixin):
+class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
     def __init__(
         self,
         brokers: int = 1,
@@ -140,11 +141,8 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin):
                 self.state.create_topic(name, partitions)
         self.state.wake_ticker = self._wake_ticker
         self._schedule_tick()
-        control_host, control_port, control_token = self._control_options
-        if control_port is not None:
-            from mockbroker.control import ControlServer
-
-            self.control = ControlServer(self, control_host, control_port, control_token)
+        self.control = self._make_control()  # the control API and the console, when control_port is given
+        if self.control is not None:
             try:
                 await self.control.start()
             except OSError as exc:

@@ -21,6 +21,12 @@ class Safe(str):
 
     __slots__ = ()
 
+    def __add__(self, other: object) -> Safe:  # Safe + text escapes the text; Safe + Safe stays as it is
+        return Safe(str.__add__(self, esc(other)))
+
+    def __radd__(self, other: object) -> Safe:
+        return Safe(str.__add__(esc(other), self))
+
 
 def esc(value: object) -> Safe:
     """``value`` as text on a page (quotes escaped too, so it is safe inside an attribute); ``Safe`` as it is."""
@@ -33,7 +39,7 @@ def join(parts: Iterable[object], sep: str = "") -> Safe:
     return Safe(esc(sep).join(esc(p) for p in parts))
 
 
-def tag(name: str, content: object = "", **attrs: object) -> Safe:
+def tag(name: str, content: object = "", /, **attrs: object) -> Safe:
     """``<name attrs>content</name>``; ``class_`` is ``class``, ``data_x`` is ``data-x``; None or False leaves an
     attribute out, True writes it bare."""
     parts = [name]
@@ -122,6 +128,9 @@ class Links:
         return esc(text) if href is None else link(href, text)
 
 
+NOTHING = Safe("")
+
+
 @dataclass(frozen=True)
 class View:
     """What a console page shows: ``live`` is redrawn while the page is open (the browser asks for it again);
@@ -129,7 +138,7 @@ class View:
 
     title: str
     live: Safe
-    controls: Safe = Safe("")
+    controls: Safe = NOTHING
     status: int = 200
 
 

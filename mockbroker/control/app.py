@@ -5,12 +5,14 @@ file documents every route; ``GET /openapi.yaml`` serves it.
 Handlers run on the cluster's event loop, so they read and change state directly.  Errors are JSON
 ``{"error": "..."}`` (plus ``code`` and ``name`` for Kafka errors) with 400, 404, 405 or 409 (an unknown
 route is a JSON 404, a method a route does not take a JSON 405).  With a token,
-every route but ``/health`` wants ``Authorization: Bearer <token>``.
+every route but ``/health`` wants ``Authorization: Bearer <token>`` (or the cookie a console page opened with
+``?token=<token>`` sets).  The console (mockbroker.console) adds its ``/ui/`` pages to this application.
 """
 
 from __future__ import annotations
 
 import base64
+import hmac
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -34,6 +36,7 @@ log = logging.getLogger("mockbroker.control")
 OPENAPI_PATH = Path(__file__).with_name("openapi.yaml")
 CLUSTER_KEY: web.AppKey[MockCluster] = web.AppKey("cluster")
 TOKEN_KEY: web.AppKey[str | None] = web.AppKey("token", str)
+TOKEN_COOKIE = "mockbroker_token"  # the console's browser sends the token back this way
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _KAFKA_STATUS: dict[int, int] = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: 404, ErrorCode.TOPIC_ALREADY_EXISTS: 409,
                  ErrorCode.CORRUPT_MESSAGE: 409}  # a stored batch that does not decode: the state, not the request
@@ -68,13 +71,30 @@ def _int(request: web.Request, name: str, default: int | None = None) -> int | N
         raise _fail(400, f"{name} must be an integer, not {raw!r}") from None
 
 
+def _same(given: str | None, token: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode(), token.encode())
+
+
+def _authorized(request: web.Request, token: str) -> bool:
+    """The bearer token in the Authorization header, or in the cookie a console page set (``?token=`` once)."""
+    header = request.headers.get("Authorization", "")
+    return _same(header[7:] if header.startswith("Bearer ") else None, token) or _same(
+        request.cookies.get(TOKEN_COOKIE), token)
+
+
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     token = request.app[TOKEN_KEY]
-    if token and request.path != "/health" and request.headers.get("Authorization") != f"Bearer {token}":
-        raise _fail(401, "missing or wrong bearer token")
+    from_query = False
+    if token and request.path != "/health" and not _authorized(request, token):
+        from_query = request.method == "GET" and _same(request.query.get("token"), token)
+        if not from_query:  # (the console's first page may carry it: then it is kept as a cookie)
+            raise _fail(401, "missing or wrong bearer token")
     try:
-        return await handler(request)
+        response = await handler(request)
+        if from_query and isinstance(response, web.Response):
+            response.set_cookie(TOKEN_COOKIE, token or "", httponly=True, samesite="Strict", path="/")
+        return response
     except web.HTTPNotFound as exc:  # no such route (aiohttp's own answer is plain text)
         if exc.content_type == "application/json":
             raise

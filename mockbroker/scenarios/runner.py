@@ -90,6 +90,7 @@ class ScenarioRun:
                                    control_port=control_port, control_host=host, advertised_host=advertised_host,
                                    sasl_users=scenario.sasl_users, schema_registry=scenario.schema_registry,
                                    latency=scenario.latency)
+        self.cluster.scenario_run = self  # the console shows the steps
         self.progress = progress
         self.steps = [StepOutcome(s.name, s.index) for s in scenario.steps]
         self.faults: dict[str, FaultRule] = {}  # named rules, kept after removal for their hits
