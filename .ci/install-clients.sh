@@ -2,7 +2,9 @@
 # Installs the non-Python Kafka clients the test suite drives: kcat, Sarama (Go, from Debian),
 # kafkajs and @confluentinc/kafka-javascript (npm; CKJS_LINKING=dynamic builds the librdkafka bundled in the
 # package, 2.15 for 1.10, as a shared library next to the binding: not Debian's 2.0), and a Java runtime
-# for the Spark tests (pyspark itself comes with the Python test extras).
+# for the Spark tests (pyspark itself comes with the Python test extras), and Debian's chromium for the browser
+# tests of the console and the report (Playwright for Python, from the test extras, drives it: never
+# `playwright install`, which downloads a browser).
 # Idempotent: quick when everything is already there.  Needs root for apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +17,7 @@ command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 dpkg -s librdkafka-dev >/dev/null 2>&1 || need+=(librdkafka-dev)
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)  # Spark (the data source tests)
+command -v chromium >/dev/null || need+=(chromium)  # the console's and report's browser tests (Playwright drives it)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-clients: apt-get install ${need[*]}"
   apt-get update -qq

@@ -10,7 +10,7 @@ API's own routes (POST /faults, POST /actions, ...), so the console can do nothi
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,7 +60,8 @@ def _render(name: str, cluster: MockCluster, request: web.Request) -> View:
         return _problem(400, "bad request", str(exc))
 
 
-def _handler(name: str, cluster_of: Callable[[web.Request], MockCluster]) -> Callable[..., object]:
+def _handler(name: str, cluster_of: Callable[[web.Request], MockCluster]
+             ) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handle(request: web.Request) -> web.Response:
         view = _render(name, cluster_of(request), request)
         if request.headers.get(LIVE_HEADER) == "live":
