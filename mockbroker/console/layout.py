@@ -32,7 +32,7 @@ def page(view: View, links: Links, active: str) -> str:
                   + tag("div", view.live, id="live")
                   + tag("div", view.controls, id="controls")
                   + tag("p", "", id="action-result", role="status")))
-    return "<!doctype html>\n" + tag("html", tag("head", head) + tag("body", body), lang="en")
+    return str(Safe("<!doctype html>\n") + tag("html", tag("head", head) + tag("body", body), lang="en"))
 
 
 def error_line(text: object) -> Safe:

@@ -1,0 +1,116 @@
+"""The console in a real browser (chromium driven by Playwright), with real clients writing into the cluster:
+values a client chose show as text and run nothing, pages redraw while clients run, and the page's buttons and
+forms act through the control API (a fault added on the page is hit by the next Produce)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from mockbroker.cluster import MockCluster
+from tests.console.browser import Page
+
+pytestmark = pytest.mark.clients
+HOSTILE_CLIENT = "<img src=x onerror=alert('client')>"
+HOSTILE_KEY = "<script>alert('key')</script>"
+HOSTILE_VALUE = '<img src=x onerror="alert(document.cookie)">'
+HOSTILE_HEADER = ("<b>h</b>", b"<script>alert('header')</script>")
+
+
+def produce(cluster: MockCluster, topic: str, values: list[str], **extra: object) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0, **extra})
+    for value in values:
+        producer.produce(topic, value=value.encode(), partition=0)
+    assert producer.flush(15) == 0
+
+
+def test_values_a_client_chose_show_as_text_and_run_nothing(web: Page, tmp_path: Path) -> None:
+    with MockCluster(control_port=0, topics={"hostile": 1}) as cluster:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": HOSTILE_CLIENT})
+        producer.produce("hostile", key=HOSTILE_KEY.encode(), value=HOSTILE_VALUE.encode(), partition=0,
+                         headers=[HOSTILE_HEADER])
+        assert producer.flush(15) == 0
+        web.page.goto(cluster.console_url + "topics/hostile")
+        shown = web.page.inner_text("#live")
+        assert HOSTILE_KEY in shown and HOSTILE_VALUE in shown
+        assert "<script>alert('header')</script>" in shown and "<b>h</b>" in shown
+        assert web.page.locator("#live img, #live script").count() == 0
+        # a hostile name in the address: the not-found page shows it as text
+        response = web.page.goto(cluster.console_url + "topics/%3Cscript%3Ealert(9)%3C%2Fscript%3E")
+        assert response is not None and response.status == 404
+        assert "unknown topic '<script>alert(9)</script>'" in web.page.inner_text("#live")
+        web.page.goto(cluster.console_url)  # the overview, with the same client's data around
+        assert "hostile" in web.page.inner_text("#live")
+        web.clean()
+
+
+def test_the_topic_page_redraws_while_a_producer_writes(web: Page, tmp_path: Path) -> None:
+    with MockCluster(control_port=0, topics={"orders": 1}) as cluster:
+        produce(cluster, "orders", ["first order"])
+        web.page.goto(cluster.console_url + "topics/orders")
+        assert "first order" in web.page.inner_text("#live")
+        navigations: list[str] = []
+        web.page.on("framenavigated", lambda frame: navigations.append(frame.url))
+        produce(cluster, "orders", ["second order"])
+        web.page.wait_for_function("document.getElementById('live').innerText.includes('second order')",
+                                   timeout=15_000)
+        assert navigations == []  # redrawn in place, not reloaded
+        web.screenshot("topic", tmp_path)
+        web.clean()
+
+
+def test_a_fault_added_on_the_page_is_hit_by_the_next_produce(web: Page, tmp_path: Path) -> None:
+    with MockCluster(control_port=0, topics={"payments": 1}) as cluster:
+        web.page.goto(cluster.console_url + "faults")
+        form = web.page.locator("form.fault-form")
+        form.locator("input[name=api]").fill("Produce")
+        form.locator("input[name=error]").fill("NOT_LEADER_OR_FOLLOWER")
+        form.locator("input[name=times]").fill("1")
+        form.locator("input[name=name]").fill("page-fault")
+        form.locator("button[type=submit]").click()
+        web.page.wait_for_function("document.getElementById('action-result').innerText.includes('fault')")
+        assert re.search(r"POST /faults: done \(fault \d+\)", web.page.inner_text("#action-result"))
+        [rule] = cluster.state.faults.listed()
+        assert rule.name == "page-fault" and rule.hits == 0
+        produce(cluster, "payments", ["paid"])  # librdkafka retries past the one NOT_LEADER_OR_FOLLOWER
+        assert rule.hits == 1
+        # the rules table redraws with the hit (live, no reload)
+        web.page.wait_for_function(
+            "[...document.querySelectorAll('#live tr')].some(r => r.innerText.includes('page-fault')"
+            " && r.innerText.includes('1 / 1'))", timeout=15_000)
+        web.screenshot("faults", tmp_path)
+        # a wrong field is the API's one line, shown on the page; nothing is added
+        form.locator("input[name=api]").fill("Prodcue")
+        form.locator("button[type=submit]").click()
+        web.page.wait_for_function("document.getElementById('action-result').className === 'bad'")
+        assert "Produce" in web.page.inner_text("#action-result")  # the nearest name
+        assert len(list(cluster.state.faults.listed())) == 1
+        # and the remove button takes it away
+        web.page.locator(f"button[data-api='DELETE /faults/{rule.id}']").click()
+        web.page.wait_for_function("!document.getElementById('live').innerText.includes('page-fault')")
+        assert list(cluster.state.faults.listed()) == []
+        web.clean()
+
+
+def test_broker_buttons_and_the_leader_form_act_on_the_cluster(web: Page, tmp_path: Path) -> None:
+    with MockCluster(brokers=3, control_port=0, topics={"moves": 1}) as cluster:
+        web.page.goto(cluster.console_url)
+        web.page.locator("""button[data-body='{"action":"broker_down","broker":2}']""").click()
+        web.page.wait_for_function("document.getElementById('action-result').className === 'ok'")
+        assert 2 not in cluster.state.brokers
+        web.page.locator("""button[data-body='{"action":"broker_up","broker":2}']""").wait_for(timeout=10_000)
+        web.screenshot("cluster", tmp_path)
+        web.page.locator("""button[data-body='{"action":"broker_up","broker":2}']""").click()
+        web.page.wait_for_function("""document.querySelector(`button[data-body='{"action":"broker_down","broker":2}']`)""")
+        assert 2 in cluster.state.brokers
+        leader = cluster.state.partition("moves", 0).leader
+        web.page.goto(cluster.console_url + "faults")
+        form = web.page.locator("form.leader-form")
+        form.locator("input[name=topic]").fill("moves")
+        form.locator("button[type=submit]").click()
+        web.page.wait_for_function("document.getElementById('action-result').className === 'ok'")
+        assert cluster.state.partition("moves", 0).leader != leader
+        web.clean()
