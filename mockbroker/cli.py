@@ -247,13 +247,12 @@ async def _serve(cluster: MockCluster) -> int:
 
     collector.install()  # this process is the broker's own: keep the cycle collector's pauses short
     print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
-    if cluster.console_url:
-        print(f"console={cluster.console_url}", flush=True)
     if len(cluster.security.listeners) > 1:
         for spec in cluster.security.listeners:
             print(f"listener.{spec.name}={cluster.bootstrap_for(spec.name)}", flush=True)
     if cluster.control_url:
         print(f"control={cluster.control_url}", flush=True)
+        print(f"console={cluster.console_url}", flush=True)  # the web console, on the control API's port
     if cluster.schema_registry_url:
         print(f"schema.registry.url={cluster.schema_registry_url}", flush=True)
     if cluster.oidc is not None:  # what clients and other brokers are configured with

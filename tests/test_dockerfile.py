@@ -105,6 +105,7 @@ def test_the_exact_entrypoint_serves_clients_and_passes_the_healthcheck() -> Non
         bootstrap = proc.stdout.readline().strip()
         assert bootstrap == f"bootstrap.servers=localhost:{env['MOCKBROKER_PORT']}"  # the advertised host
         assert proc.stdout.readline().strip() == f"control=http://127.0.0.1:{env['MOCKBROKER_CONTROL_PORT']}"
+        assert proc.stdout.readline().strip() == f"console=http://127.0.0.1:{env['MOCKBROKER_CONTROL_PORT']}/ui/"
         registry = f"http://127.0.0.1:{env['MOCKBROKER_SCHEMA_REGISTRY_PORT']}"
         assert proc.stdout.readline().strip() == f"schema.registry.url={registry}"
         assert json.loads(urllib.request.urlopen(registry + "/subjects", timeout=10).read()) == []

@@ -7,6 +7,7 @@ import base64
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -201,6 +202,10 @@ def test_serve_with_a_control_port() -> None:
         control = proc.stdout.readline().strip()
         assert control.startswith("control=http://127.0.0.1:")
         assert Client(control.split("=", 1)[1]).call("GET", "/health").json()["status"] == "ok"
+        console = proc.stdout.readline().strip()
+        assert console == control.replace("control=", "console=") + "/ui/"
+        with urllib.request.urlopen(console.split("=", 1)[1], timeout=10) as page:
+            assert page.status == 200 and "<h1>Cluster</h1>" in page.read().decode()
     finally:
         proc.terminate()
         assert proc.wait(10) == 0
