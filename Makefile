@@ -24,7 +24,7 @@ SLOW_WORKERS ?= 2
 # (`.venv/bin/pytest --lf` reruns them) and the kafka-python sdist the peer suite downloads
 PYTEST = $(BIN)/python -m pytest --durations=30
 
-.PHONY: run test test-slow test-all soak checks lint generate bench clean matrix
+.PHONY: run test test-slow test-all soak checks lint generate bench clean matrix screenshots
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -89,6 +89,10 @@ bench: $(VENV)/.installed
 	$(call EDITABLE,'.[bench]')
 	$(BIN)/python -m bench.suite
 	$(BIN)/python bench/codec_bench.py
+
+# docs/console.md's pictures, taken by the console's and report's browser tests (tests/console) as they run
+screenshots: $(VENV)/.installed
+	MOCKBROKER_SCREENSHOTS=docs/img/console $(PYTEST) -q tests/console -k browser
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
