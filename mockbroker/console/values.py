@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockbroker.console.markup import Safe, join, tag
-from mockbroker.registry.decode import Decoded, decode_framed
-from mockbroker.registry.state import RegistryState
+
+if TYPE_CHECKING:  # (the decoder needs the [schema-registry] extra; a cluster without a registry never loads it)
+    from mockbroker.registry.decode import Decoded
+    from mockbroker.registry.state import RegistryState
 
 LIMIT = 4000  # characters of a value a page shows
 MAX_JSON = 1 << 20  # bytes of text tried as JSON for pretty printing
@@ -50,7 +52,11 @@ def describe(data: bytes | bytearray | memoryview | None, registry: RegistryStat
     if data is None:
         return Shown("null", "null")
     raw = bytes(data)
-    decoded = decode_framed(registry, raw) if registry is not None else None
+    decoded = None
+    if registry is not None:  # a registry runs, so its extra (fastavro, protobuf) is installed
+        from mockbroker.registry.decode import decode_framed
+
+        decoded = decode_framed(registry, raw)
     if decoded is not None:
         schema = schema_label(decoded)
         if decoded.error is not None:

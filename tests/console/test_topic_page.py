@@ -134,3 +134,24 @@ def test_with_a_token_the_console_wants_it_once_then_keeps_it_as_a_cookie() -> N
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=10)
         assert refused.value.code == 401
+
+
+def test_the_console_needs_no_schema_registry_extra() -> None:
+    """A runtime-only install has no fastavro or protobuf: the console still serves (values as text or hex)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, urllib.request
+for name in ("fastavro", "google.protobuf"):
+    sys.modules[name] = None  # as if not installed: importing it raises ImportError
+from mockbroker.cluster import MockCluster
+with MockCluster(control_port=0, topics={"t": 1}) as cluster:
+    from mockbroker.state.inspect import append_records
+    cluster.call(append_records, cluster.state.partition("t", 0), [(b"k", b"\\x00\\x00\\x00\\x00\\x01\\xff", [])], 0)
+    page = urllib.request.urlopen(cluster.console_url + "topics/t").read().decode()
+    assert "00 00 00 00 01 ff" in page, page
+    print("served")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "served", done.stderr[-2000:]
