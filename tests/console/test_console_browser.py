@@ -58,7 +58,6 @@ def test_the_topic_page_redraws_while_a_producer_writes(web: Page, tmp_path: Pat
         web.page.wait_for_function("document.getElementById('live').innerText.includes('second order')",
                                    timeout=15_000)
         assert navigations == []  # redrawn in place, not reloaded
-        web.screenshot("topic", tmp_path)
         web.clean()
 
 
@@ -113,4 +112,35 @@ def test_broker_buttons_and_the_leader_form_act_on_the_cluster(web: Page, tmp_pa
         form.locator("button[type=submit]").click()
         web.page.wait_for_function("document.getElementById('action-result').className === 'ok'")
         assert cluster.state.partition("moves", 0).leader != leader
+        web.clean()
+
+
+ORDER_SCHEMA = """{"type": "record", "name": "Order", "namespace": "shop",
+  "fields": [{"name": "id", "type": "long"}, {"name": "customer", "type": "string"},
+             {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}}]}"""
+
+
+def test_avro_values_show_decoded_with_the_registered_schema(web: Page, tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    with MockCluster(control_port=0, schema_registry=True, topics={"orders": 1}) as cluster:
+        registry = SchemaRegistryClient({"url": cluster.schema_registry_url})
+        serialize = AvroSerializer(registry, ORDER_SCHEMA)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0})
+        for order_id, customer in ((1, "Ada Lovelace"), (2, "Grace Hopper")):
+            value = serialize({"id": order_id, "customer": customer, "amount": Decimal("12.50")},
+                              SerializationContext("orders", MessageField.VALUE))
+            producer.produce("orders", value=value, key=str(order_id).encode(), partition=0)
+        assert producer.flush(15) == 0
+        web.page.goto(cluster.console_url + "topics/orders")
+        shown = web.page.inner_text("#live")
+        assert '"customer": "Grace Hopper"' in shown and '"customer": "Ada Lovelace"' in shown
+        assert '"amount": "12.50"' in shown
+        pill = web.page.locator("#live span.pill", has_text="avro").first
+        assert pill.get_attribute("title") == "id 1, orders-value v1 (AVRO)"
+        web.screenshot("topic", tmp_path)
         web.clean()
