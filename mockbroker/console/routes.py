@@ -19,7 +19,7 @@ from aiohttp import web
 from mockbroker.console import groups, journal, overview, topics, transactions
 from mockbroker.console.layout import page
 from mockbroker.console.markup import Links, Query, View, tag
-from mockbroker.errors import KafkaError
+from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.protocol.errors import error_name
 
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ STATIC = Path(__file__).with_name("static")
 STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
 LIVE_HEADER = "X-Console-Part"
 LINKS = Links()
+# a page about something that is not there: UNKNOWN_TOPIC_OR_PARTITION, GROUP_ID_NOT_FOUND, TRANSACTIONAL_ID_NOT_FOUND
+NOT_FOUND_CODES = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.GROUP_ID_NOT_FOUND,
+                             ErrorCode.TRANSACTIONAL_ID_NOT_FOUND})
 ViewFn = Callable[["MockCluster", Links, Query, dict[str, str]], View]
 
 
@@ -53,7 +56,8 @@ def _render(name: str, cluster: MockCluster, request: web.Request) -> View:
     try:
         return _views()[name](cluster, LINKS, request.query, dict(request.match_info))
     except KafkaError as exc:
-        return _problem(404 if exc.code == 3 else 400, error_name(exc.code), exc.message or error_name(exc.code))
+        status = 404 if exc.code in NOT_FOUND_CODES else 400
+        return _problem(status, error_name(exc.code), exc.message or error_name(exc.code))
     except KeyError as exc:
         return _problem(400, "bad request", str(exc.args[0]) if exc.args else "bad request")
     except ValueError as exc:

@@ -77,13 +77,20 @@ def handle(ctx: RequestContext, req: JoinGroupRequest) -> Any:
         ctx.cluster.groups.join(req.group_id, req.member_id, req.group_instance_id, ctx.client_id or "",
                                 req.session_timeout_ms, rebalance_ms, req.protocol_type,
                                 [(p.name, bytes(p.metadata)) for p in req.protocols], ctx.api_version >= 4, reply,
-                                skip_ok=ctx.api_version >= 9)
+                                skip_ok=ctx.api_version >= 9, client_host=client_host(ctx.connection.peer))
     except KafkaError as exc:  # refused at once
         member_id = req.member_id if exc.code in _ECHO_MEMBER_ID else ""
         return _response(ctx, req, JoinResult(exc.code, member_id=member_id))
     if future.done():
         return _response(ctx, req, future.result())
     return _wait(ctx, req, future)
+
+
+def client_host(peer: str) -> str:
+    """A connection's address as Kafka's DescribeGroups shows a member's ClientHost ("/127.0.0.1": Java's
+    InetAddress.toString(), no port); ``peer`` is the connection's "host:port"."""
+    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
+    return "/" + host if host and host != "?" else ""
 
 
 async def _wait(ctx: RequestContext, req: JoinGroupRequest, future: Any) -> Any:

@@ -48,7 +48,7 @@ def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Any:
     for m in group.members.values():
         metadata = dict(m.protocols).get(group.protocol_name or "", b"")
         members.append(RESP.DescribedGroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                                                 client_id=m.client_id, client_host="/127.0.0.1",
+                                                 client_id=m.client_id, client_host=m.client_host,
                                                  member_metadata=metadata, member_assignment=m.assignment))
     return RESP.DescribedGroup(error_code=0, group_id=group_id, group_state=group.state,
                                protocol_type=group.protocol_type or "", protocol_data=group.protocol_name or "",

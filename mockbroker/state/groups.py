@@ -49,6 +49,7 @@ class Member:
     rebalance_timeout_ms: int
     protocols: list[tuple[str, bytes]]
     last_seen_ms: int
+    client_host: str = ""  # where it joined from, as Kafka's DescribeGroups shows it ("/127.0.0.1")
     assignment: bytes = b""
     join_reply: Callable[[JoinResult], None] | None = None
     sync_reply: Callable[[int, bytes], None] | None = None
@@ -96,8 +97,9 @@ class GroupCoordinator(GroupOffsets):
     # -- JoinGroup ------------------------------------------------------------------------------
     def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, session_ms: int,
              rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]], require_known: bool,
-             reply: Callable[[JoinResult], None], skip_ok: bool = False) -> None:
-        """A JoinGroup; ``require_known``: v4+ (MEMBER_ID_REQUIRED first), ``skip_ok``: v9+ (SkipAssignment).
+             reply: Callable[[JoinResult], None], skip_ok: bool = False, client_host: str = "") -> None:
+        """A JoinGroup; ``require_known``: v4+ (MEMBER_ID_REQUIRED first), ``skip_ok``: v9+ (SkipAssignment);
+        ``client_host``: the joining connection's address (DescribeGroups' ClientHost).
         Raises KafkaError for INVALID_GROUP_ID, INCONSISTENT_GROUP_PROTOCOL, FENCED_INSTANCE_ID and
         UNKNOWN_MEMBER_ID; every other answer goes to ``reply``."""
         check_group_id(group_id)
@@ -114,6 +116,7 @@ class GroupCoordinator(GroupOffsets):
         if not member_id:
             holder = self._holder(group, instance_id)
             if holder is not None:
+                holder.client_host = client_host
                 self._replace_static(group, holder, client_id, (session_ms, rebalance_ms), protocols, reply, skip_ok)
                 return
             member_id = f"{client_id or 'member'}-{uuid4_text()}"
@@ -126,6 +129,8 @@ class GroupCoordinator(GroupOffsets):
         group.pending_ids.discard(member_id)
         now = self.clock.now_ms()
         member = group.members.get(member_id)
+        if member is not None:
+            member.client_host = client_host
         if member is not None and member.protocols == protocols and (
                 group.state == COMPLETING or (group.state == STABLE and member_id != group.leader)):
             # Kafka: a known member rejoining with unchanged metadata (it may have missed the answer)
@@ -136,7 +141,7 @@ class GroupCoordinator(GroupOffsets):
             return
         if member is None:
             member = group.members[member_id] = Member(member_id, instance_id, client_id, session_ms, rebalance_ms,
-                                                       protocols, now)
+                                                       protocols, now, client_host)
         member.protocols, member.session_timeout_ms, member.rebalance_timeout_ms = protocols, session_ms, rebalance_ms
         member.last_seen_ms = now
         member.join_reply = reply
