@@ -49,3 +49,10 @@ def reply_future() -> tuple[asyncio.Future[Any], Callable[..., None]]:
             future.set_result(result[0] if len(result) == 1 else result)
 
     return future, reply
+
+
+def client_host(peer: str) -> str:
+    """A connection's address as Kafka's DescribeGroups shows a member's ClientHost ("/127.0.0.1": Java's
+    InetAddress.toString(), no port); ``peer`` is the connection's "host:port"."""
+    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
+    return "/" + host if host and host != "?" else ""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator, reply_future
+from mockbroker.handlers.groups_common import client_host, not_coordinator, reply_future
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.state.groups import JoinResult
@@ -84,13 +84,6 @@ def handle(ctx: RequestContext, req: JoinGroupRequest) -> Any:
     if future.done():
         return _response(ctx, req, future.result())
     return _wait(ctx, req, future)
-
-
-def client_host(peer: str) -> str:
-    """A connection's address as Kafka's DescribeGroups shows a member's ClientHost ("/127.0.0.1": Java's
-    InetAddress.toString(), no port); ``peer`` is the connection's "host:port"."""
-    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
-    return "/" + host if host and host != "?" else ""
 
 
 async def _wait(ctx: RequestContext, req: JoinGroupRequest, future: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.groups_common import client_host, not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -66,7 +66,7 @@ def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Any:
             subscribed=req.subscribed_topic_names,
             regex=req.subscribed_topic_regex if ctx.api_version >= 1 else None,
             assignor=req.server_assignor, owned=_owned(ctx, req.topic_partitions), client_id=ctx.client_id or "",
-            client_host=ctx.connection.peer, generate_id=ctx.api_version == 0)
+            client_host=client_host(ctx.connection.peer), generate_id=ctx.api_version == 0)
     except KafkaError as exc:
         return RESP.ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message, member_epoch=-1,
                                                    heartbeat_interval_ms=0)

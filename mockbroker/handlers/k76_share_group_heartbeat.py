@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.handlers import authz, share_common
-from mockbroker.handlers.groups_common import not_coordinator
+from mockbroker.handlers.groups_common import client_host, not_coordinator
 from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 
@@ -47,7 +47,7 @@ def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Any:
         return _refused(code)
     try:
         result = share.heartbeat(req.group_id, req.member_id, req.member_epoch, req.rack_id,
-                                 req.subscribed_topic_names, ctx.client_id or "", ctx.connection.peer)
+                                 req.subscribed_topic_names, ctx.client_id or "", client_host(ctx.connection.peer))
     except KafkaError as exc:
         return _refused(exc.code, exc.message)
     assignment = None
