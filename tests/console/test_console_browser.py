@@ -144,3 +144,64 @@ def test_avro_values_show_decoded_with_the_registered_schema(web: Page, tmp_path
         assert pill.get_attribute("title") == "id 1, orders-value v1 (AVRO)"
         web.screenshot("topic", tmp_path)
         web.clean()
+
+
+def lag_cell_js(topic: str) -> str:
+    """Script text: the lag cell of ``topic`` partition 0 in the group page's offsets table ('' when not there)."""
+    return f"""(() => {{
+      for (const table of document.querySelectorAll('#live table')) {{
+        const heads = [...table.querySelectorAll('th')].map(th => th.innerText.trim());
+        const lag = heads.indexOf('lag'), topic = heads.indexOf('topic');
+        if (lag < 0 || topic < 0 || !heads.includes('committed')) continue;
+        for (const row of table.querySelectorAll('tbody tr')) {{
+          const cells = row.querySelectorAll('td');
+          if (cells[topic].innerText.trim() === {topic!r}) return cells[lag].innerText.trim();
+        }}
+      }}
+      return '';
+    }})()"""
+
+
+def test_a_group_page_shows_lag_dropping_as_the_consumer_reads(web: Page, tmp_path: Path) -> None:
+    from confluent_kafka import Consumer
+
+    from tests.console.test_group_pages import consume
+
+    with MockCluster(control_port=0, topics={"events": 1}) as cluster:
+        produce(cluster, "events", [f"event-{i}" for i in range(40)])
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "billing",
+                             "client.id": "billing-app", "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False})
+        try:
+            consumer.subscribe(["events"])
+            consume(consumer, 10)
+            consumer.commit(asynchronous=False)
+            web.page.goto(cluster.console_url + "groups/billing")
+            web.page.wait_for_function(f"{lag_cell_js('events')} === '30'", timeout=15_000)
+            assert "billing-app" in web.page.inner_text("#live")
+            web.screenshot("group", tmp_path)
+            consume(consumer, 30)
+            consumer.commit(asynchronous=False)
+            # the open page redraws: the lag drops to 0 without a reload
+            web.page.wait_for_function(f"{lag_cell_js('events')} === '0'", timeout=15_000)
+        finally:
+            consumer.close()
+        web.clean()
+
+
+def test_the_transactions_page_shows_an_open_transaction(web: Page, tmp_path: Path) -> None:
+    with MockCluster(control_port=0, topics={"ledger": 2}) as cluster:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "ledger-writer"})
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        for partition in (0, 1):
+            producer.produce("ledger", b"entry", partition=partition)
+        assert producer.flush(15) == 0
+        web.page.goto(cluster.console_url + "transactions")
+        shown = web.page.inner_text("#live")
+        assert "ledger-writer" in shown and "Ongoing" in shown
+        web.screenshot("transactions", tmp_path)
+        producer.commit_transaction(15)
+        web.page.wait_for_function("document.getElementById('live').innerText.includes('CompleteCommit')",
+                                   timeout=15_000)
+        web.clean()
