@@ -211,11 +211,17 @@ def summary(shown: int, entries: Sequence[JournalEntry], kept: int) -> Safe:
 
 def filter_form(filters: Query, links: Links) -> Safe:
     """The plain GET form of the page's filters (no ``data-api``: the browser submits it as a link)."""
+    from mockbroker.faults.rules import api_names
+
+    lists = {"api": "journal-apis", "error": "journal-errors"}
     fields = join(tag("label", esc(label) + tag("input", "", name=name, value=filters.get(name) or None,
-                                                placeholder=placeholder or None))
+                                                placeholder=placeholder or None, list=lists.get(name)))
                   for name, label, placeholder in FILTER_FIELDS)
+    errors = [ANY, *sorted(entry[0] for entry in ERRORS.values())]
+    choices = (tag("datalist", join(tag("option", "", value=n) for n in sorted(api_names())), id=lists["api"])
+               + tag("datalist", join(tag("option", "", value=n) for n in errors), id=lists["error"]))
     buttons = tag("button", "filter", type="submit") + link(links.journal() or "#", "clear", class_="clear")
-    return tag("form", fields + buttons, method="get", action=links.journal(), class_="filters")
+    return tag("form", fields + choices + buttons, method="get", action=links.journal(), class_="filters")
 
 
 def _described(filters: Filters) -> str:

@@ -152,6 +152,11 @@ def test_filter_by_client_topic_group(world: World) -> None:
     assert world.seqs("?group=readers") == newest_first(in_group)
 
 
+def test_filter_by_broker(world: World) -> None:
+    assert world.seqs("?broker=0") == newest_first(world.entries(broker=0)) == newest_first(world.entries())
+    assert world.seqs("?broker=1") == []
+
+
 def test_rows_link_to_their_filters(world: World) -> None:
     _, text = world.get("?api=Produce&client_id=producer-1", live=True)
     for href in ('/ui/journal?api=Produce', '/ui/journal?client_id=producer-1', '/ui/journal?broker=0',
