@@ -72,6 +72,14 @@ def _consume(cluster: MockCluster, topic: str, count: int) -> None:
     assert got == count
 
 
+def settle(cluster: MockCluster) -> None:
+    """Until the journal stops growing: the closed clients' last requests are in it before pages are compared."""
+    seen, deadline = -1, time.monotonic() + 5
+    while len(cluster.state.journal.entries()) != seen and time.monotonic() < deadline:
+        seen = len(cluster.state.journal.entries())
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
     with MockCluster(control_port=0, topics={"orders": 2, "other": 1}) as cluster:
@@ -82,17 +90,19 @@ def world() -> Iterator[World]:
         for i in range(5):
             p.produce("orders", f"v{i}".encode(), partition=i % 2)
         assert p.flush(15) == 0
+        p.close()
         assert rule.hits == 1
         _consume(cluster, "orders", 5)
         hostile = Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": HOSTILE, "linger.ms": 1})
         hostile.produce("other", b"x")
         assert hostile.flush(15) == 0
+        hostile.close()
         from kafka import KafkaProducer
 
         kp = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, client_id="kafka-python-1")
         kp.send("other", b"y").get(timeout=15)
         kp.close()
-        time.sleep(0.2)  # the closed clients' last requests are journaled
+        settle(cluster)
         yield World(cluster, rule.id)
 
 
