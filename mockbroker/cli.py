@@ -3,6 +3,7 @@
     mockbroker serve --brokers 3 --port 9092 --topic orders:6 --config key=value
     mockbroker serve --control-port 9644       # also the HTTP control API (docs: control/openapi.yaml)
     mockbroker serve --latency realistic       # every API as slow as Kafka's (mockbroker/faults/latency.py)
+    mockbroker serve --report run.html         # when stopped: the HTML report of what the brokers saw
     mockbroker serve --listeners PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192 --sasl-user alice:secret
     mockbroker scenario list                   # mockbroker scenario show NAME: one in full
     mockbroker scenario run NAME|FILE [--app | --exec 'SHELL COMMAND'] [--json]
@@ -215,8 +216,9 @@ def cluster_listeners_given(cluster: MockCluster) -> bool:
     return bool(cluster.state.config.get("listeners"))
 
 
-async def _serve(cluster: MockCluster) -> int:
-    """Run ``cluster`` until SIGINT or SIGTERM (which may come while it starts: start is abandoned)."""
+async def _serve(cluster: MockCluster, report: str | None = None) -> int:
+    """Run ``cluster`` until SIGINT or SIGTERM (which may come while it starts: start is abandoned); then write
+    the HTML report to ``report`` when given."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in early_signals.SIGNALS:
@@ -259,8 +261,21 @@ async def _serve(cluster: MockCluster) -> int:
         print(f"sasl.oauthbearer.token.endpoint.url={cluster.oidc.token_url}", flush=True)
         print(f"sasl.oauthbearer.jwks.endpoint.url={cluster.oidc.jwks_url}", flush=True)
     await stop.wait()
+    status = _write_report(cluster, report) if report else 0
     await cluster.stop()
     logging.getLogger("mockbroker").info("stopped")
+    return status
+
+
+def _write_report(cluster: MockCluster, path: str) -> int:
+    """``--report PATH``: the HTML report of the cluster as it is, written before it stops; one line either way."""
+    try:
+        written = cluster.write_report(path, title="mockbroker serve")  # (on the cluster's loop: this one)
+    except OSError as exc:
+        print(f"mockbroker serve: error: argument --report: cannot write {path}: {exc.strerror or exc}",
+              file=sys.stderr, flush=True)
+        return 1
+    print(f"report={written}", flush=True)
     return 0
 
 
@@ -397,6 +412,10 @@ def _add_serve_parser(sub: Any) -> None:
     serve.add_argument("--oidc-host", default=os.environ.get("MOCKBROKER_OIDC_HOST", "127.0.0.1"),
                        help="OIDC provider address (default 127.0.0.1; $MOCKBROKER_OIDC_HOST)")
     _add_security_arguments(serve)
+    serve.add_argument("--report", default=os.environ.get("MOCKBROKER_REPORT") or None, type=values.report_path,
+                       metavar="PATH", help="when stopped, write an HTML report of what the brokers saw (topics, "
+                       "records, groups, journal, fault rules) to PATH, one file that opens without a server "
+                       "($MOCKBROKER_REPORT)")
     serve.add_argument("--log-level", default="INFO", type=values.log_level, metavar="LEVEL",
                        help=f"log level: {', '.join(values.LOG_LEVELS)} (default INFO)")
 
@@ -436,7 +455,8 @@ def main(argv: list[str] | None = None) -> int:
     if early_signals.received:  # (a signal while main() was called without the early handlers)
         return 0
     try:
-        return uvloop.run(_serve(cluster)) if uvloop is not None else asyncio.run(_serve(cluster))
+        serving = _serve(cluster, args.report)
+        return uvloop.run(serving) if uvloop is not None else asyncio.run(serving)
     finally:
         early_signals.ignore()  # stopped: a second Ctrl-C must not interrupt the exit with a traceback
 

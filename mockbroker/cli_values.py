@@ -78,3 +78,13 @@ def existing_file(text: str) -> str:
     if not os.path.isfile(text):
         raise argparse.ArgumentTypeError(f"no such file: {text!r}")
     return text
+
+
+def report_path(text: str) -> str:
+    """Where ``serve --report`` writes its HTML report: a file (its folder is made when missing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a file path is needed")
+    if os.path.isdir(text):
+        example = os.path.join(text, "report.html")
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder: give the report's file, e.g. {example!r}")
+    return text

@@ -21,6 +21,11 @@
             produce(run.bootstrap_servers)
         assert run.result.passed, run.result.report()
 
+    pytest --mockbroker-report=reports/     # an HTML report of each failing test's clusters (mockbroker.pytest_report)
+
+    @pytest.mark.mockbroker(report="always")    # this test's report even when it passes
+    def test_kept(mock_cluster): ...
+
 Clusters run their own event loop on a background thread, so the same fixtures serve sync tests and
 asyncio tests (the client's loop and the broker's never block each other); every broker listens on a
 free port, so pytest-xdist workers never collide.  A test's clusters are stopped when it ends: nothing
@@ -30,28 +35,50 @@ free port, so pytest-xdist workers never collide.  A test's clusters are stopped
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from mockbroker import pytest_report
 from mockbroker.cluster import MockCluster
 from mockbroker.nearest import hint
 
 if TYPE_CHECKING:
     from mockbroker.scenarios.runner import ScenarioRun
 
-# latency: a preset (mockbroker.faults.latency); oidc: MockCluster(oidc=...), a mock OIDC provider
-_OPTIONS = ("brokers", "topics", "config", "host", "clock", "latency", "oidc")
+# latency: a preset (mockbroker.faults.latency); oidc: MockCluster(oidc=...), a mock OIDC provider; report: when
+# the test's HTML reports are written (mockbroker.pytest_report; not a MockCluster option)
+_OPTIONS = ("brokers", "topics", "config", "host", "clock", "latency", "oidc", "report")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    pytest_report.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "mockbroker(brokers=1, topics=None, config=None, host='127.0.0.1', clock=None, "
-        "latency=None, oidc=False): options for the mock_cluster fixture (clock: a "
+        "latency=None, oidc=False, report=None): options for the mock_cluster fixture (clock: a "
         "mockbroker.state.clock.ManualClock, say; latency='realistic': every API answers as late as "
-        "Kafka's would; oidc: a mock OIDC provider)")
+        "Kafka's would; oidc: a mock OIDC provider; report='on-failure' or 'always': write the test's HTML "
+        "report to --mockbroker-report's folder, else to mockbroker-reports/ under the rootdir)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield  # kept on the item: a cluster's report, written at teardown, names it
+    pytest_report.remember(item, report)
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    paths = pytest_report.written(r for reports in terminalreporter.stats.values() for r in reports)
+    if paths:
+        folders = sorted({str(Path(p).parent) for p in paths})
+        terminalreporter.write_line(f"mockbroker: {len(paths)} HTML report(s) in {', '.join(folders)}")
 
 
 def _checked(options: dict[str, Any]) -> dict[str, Any]:
@@ -59,7 +86,8 @@ def _checked(options: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         near = "".join(hint(str(name), _OPTIONS) for name in sorted(unknown, key=str))
         raise pytest.UsageError(f"mockbroker: unknown cluster option(s) {sorted(unknown)}{near}; use {list(_OPTIONS)}")
-    return options
+    pytest_report.checked_when(options.get("report"))
+    return {key: value for key, value in options.items() if key != "report"}  # (report is the plugin's own)
 
 
 @pytest.fixture
@@ -69,19 +97,24 @@ def mock_cluster_options() -> dict[str, Any]:
 
 
 @pytest.fixture
-def mock_cluster_factory() -> Iterator[Callable[..., MockCluster]]:
-    """Start clusters on demand (``factory(brokers=3, topics={"t": 2})``); all stop when the test ends."""
-    started: list[MockCluster] = []
+def mock_cluster_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., MockCluster]]:
+    """Start clusters on demand (``factory(brokers=3, topics={"t": 2})``); all stop when the test ends, each
+    after its report is written (when asked for: mockbroker.pytest_report)."""
+    started: list[tuple[MockCluster, int, dict[str, Any]]] = []
 
     def make(**options: Any) -> MockCluster:
         cluster = MockCluster(**_checked(options))
         cluster.start_background()
-        started.append(cluster)
+        chosen = {"report": options["report"]} if "report" in options else {}
+        started.append((cluster, pytest_report.next_index(request.node), chosen))
         return cluster
 
     yield make
-    for cluster in reversed(started):
-        cluster.stop_background()
+    for cluster, index, chosen in reversed(started):
+        try:
+            pytest_report.write(request, cluster, index, chosen)
+        finally:
+            cluster.stop_background()
 
 
 @pytest.fixture
@@ -110,20 +143,23 @@ def schema_registry_url(mock_cluster: MockCluster) -> str:
 
 
 @pytest.fixture
-def mock_scenario() -> Iterator[Callable[..., ScenarioRun]]:
+def mock_scenario(request: pytest.FixtureRequest) -> Iterator[Callable[..., ScenarioRun]]:
     """Run a scenario around the test's own client code: ``with mock_scenario(name_or_path) as run:``
     (a shipped scenario's name, see ``mockbroker scenario list``, or a file; an existing file wins) starts
     the scenario's cluster and timeline; leaving the block waits for the timeline, checks the
     expectations and sets ``run.result``.  Every run is stopped when the test ends."""
     from mockbroker.scenarios.runner import ScenarioRun
 
-    runs: list[ScenarioRun] = []
+    runs: list[tuple[ScenarioRun, int]] = []
 
     def make(name_or_path: str | Path, **options: Any) -> ScenarioRun:
         run = ScenarioRun.from_file(name_or_path, **options)
-        runs.append(run)
+        runs.append((run, pytest_report.next_index(request.node)))
         return run
 
     yield make
-    for run in runs:
-        run.close()
+    for run, index in runs:
+        try:
+            pytest_report.write(request, run.cluster, index)  # (the with block may have stopped it: as it was left)
+        finally:
+            run.close()

@@ -1,5 +1,8 @@
 """The cluster's fault rules as a set: adding, removing, and which rules act on a request.
 
+Removed rules are kept, with their hits, in a bounded history (``removed``, the newest ``REMOVED_KEPT``), so
+a report written after a ``with cluster.fault(...)`` block still shows what the rule did (:meth:`FaultSet.ran`).
+
 A broker without rules (the usual case) asks this set one question per request, ``rules`` empty or
 not; what a rule is and how it matches (:mod:`mockbroker.faults.rules`, with ``random`` and
 dataclasses) loads with the first rule added, not at start.
@@ -8,6 +11,7 @@ dataclasses) loads with the first rule added, not at start.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +19,8 @@ from mockbroker.faults.facts import Facts
 
 if TYPE_CHECKING:
     from mockbroker.faults.rules import FaultRule
+
+REMOVED_KEPT = 1000  # removed rules remembered for ran()
 
 
 class FaultSet:
@@ -26,6 +32,7 @@ class FaultSet:
     def __init__(self, clock: Any) -> None:
         self.clock = clock
         self.rules: list[FaultRule] = []
+        self.removed: deque[FaultRule] = deque(maxlen=REMOVED_KEPT)  # removed rules, oldest first
         self._next_id = 1
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -44,12 +51,16 @@ class FaultSet:
 
     def remove(self, rule_id: int) -> bool:
         with self._lock:
-            before = len(self.rules)
+            gone = [r for r in self.rules if r.id == rule_id]
+            if not gone:
+                return False
             self.rules = [r for r in self.rules if r.id != rule_id]
-            return len(self.rules) != before
+            self.removed.extend(gone)
+            return True
 
     def clear(self) -> None:
         with self._lock:
+            self.removed.extend(self.rules)
             self.rules = []
 
     def get(self, rule_id: int) -> FaultRule | None:
@@ -83,3 +94,10 @@ class FaultSet:
 
     def listed(self) -> Iterable[FaultRule]:
         return list(self.rules)
+
+    def ran(self) -> list[FaultRule]:
+        """Every rule this set has held: the listed ones and the removed ones still remembered, by id."""
+        with self._lock:
+            kept = {r.id: r for r in self.removed}
+            kept.update((r.id, r) for r in self.rules)
+        return [kept[i] for i in sorted(kept)]
