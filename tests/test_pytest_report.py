@@ -10,13 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from mockbroker.console import groups, journal
 from mockbroker.pytest_report import file_name
 
 pytestmark = pytest.mark.clients
 
-GROUPS_STUB = "(Stub" in (groups.__doc__ or "")
-JOURNAL_STUB = "(Stub" in (journal.__doc__ or "")
 
 INNER = '''
 import time
@@ -143,13 +140,11 @@ def test_the_failures_report(failed_run: tuple[pytest.RunResult, Path]) -> None:
     assert re.findall(r'\b(?:src|href)\s*=\s*"(?!#)[^"]*"', page) == [] and "http" not in page
 
 
-@pytest.mark.xfail(GROUPS_STUB, strict=True, reason="mockbroker.console.groups is still a stub")
 def test_the_failures_report_has_the_groups_offsets(failed_run: tuple[pytest.RunResult, Path]) -> None:
     page = (failed_run[1] / "test_inner.py__test_fails.html").read_text(encoding="utf-8")
     assert "billing" in part(page, "groups") and ">2<" in part(page, "groups")
 
 
-@pytest.mark.xfail(JOURNAL_STUB, strict=True, reason="mockbroker.console.journal is still a stub")
 def test_the_failures_report_has_the_journals_produce_rows(failed_run: tuple[pytest.RunResult, Path]) -> None:
     page = (failed_run[1] / "test_inner.py__test_fails.html").read_text(encoding="utf-8")
     rows = [r for r in re.findall(r"<tr[^>]*>(.*?)</tr>", part(page, "journal")) if "Produce" in r]

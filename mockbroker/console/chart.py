@@ -201,6 +201,6 @@ def chart_svg(entries: Sequence[JournalEntry], now_ms: int, window_s: int = 300,
     body += _marks(buckets, buckets.errors, "error", ERROR_ROW, ERROR_COLOUR, "error")
     body += _marks(buckets, buckets.faults, "fault hit", FAULT_ROW, FAULT_COLOUR, "fault")
     label = f"requests per second by API over the last {_span(buckets)}"
-    return tag("svg", tag("title", label) + body, xmlns="http://www.w3.org/2000/svg", viewBox=f"0 0 {WIDTH} {HEIGHT}",
+    return tag("svg", tag("title", label) + body, viewBox=f"0 0 {WIDTH} {HEIGHT}",
                width="100%", class_="chart", role="img", aria_label=label, preserveAspectRatio="xMinYMin meet",
                data_bucket_s=buckets.size_s, data_buckets=buckets.count)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.console.chart import chart_svg
-from mockbroker.console.markup import Links, Query, Safe, View, esc, join, link, pill, section, tag, when
+from mockbroker.console.markup import Links, Query, Safe, View, esc, join, link, pill, tag, when
 from mockbroker.faults.journal import JournalEntry
 from mockbroker.nearest import hint
 from mockbroker.protocol.errors import ERRORS
@@ -254,4 +254,4 @@ def journal_section(cluster: MockCluster, links: Links, limit: int = 500) -> Saf
         window_s = min(MAX_WINDOW_S, max(0, last - entries[0].time_ms) // 1000 + 1)
         body.append(tag("div", chart_svg(entries, last, window_s), class_="journal-chart"))
     body.append(timeline(entries, cluster, links, limit))
-    return section("Request journal", join(body), id_="journal")
+    return join(body)  # (the report gives it its own section and heading)

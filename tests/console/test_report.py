@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from mockbroker.cluster import MockCluster
-from mockbroker.console import groups, journal, report
+from mockbroker.console import report
 from mockbroker.faults import FaultSet
 from mockbroker.faults.fault_set import REMOVED_KEPT
 from mockbroker.state.clock import ManualClock
@@ -28,8 +28,6 @@ pytestmark = pytest.mark.clients
 
 VALUES = [b"plain text", b"<script>alert(1)</script>", b'{"amount": 12}']
 ROOT = Path(__file__).resolve().parents[2]
-GROUPS_STUB = "(Stub" in (groups.__doc__ or "")
-JOURNAL_STUB = "(Stub" in (journal.__doc__ or "")
 
 
 def part(page: str, name: str) -> str:
@@ -113,14 +111,12 @@ def test_self_contained(seen: tuple[MockCluster, str]) -> None:
     assert 'id="topic-orders"' in page and 'href="#topic-orders"' in page  # the cluster table's links land
 
 
-@pytest.mark.xfail(GROUPS_STUB, strict=True, reason="mockbroker.console.groups is still a stub")
 def test_the_group_and_its_offsets(seen: tuple[MockCluster, str]) -> None:
     _, page = seen
     groups_part = part(page, "groups")
     assert "billing&lt;g&gt;" in groups_part and "orders" in groups_part and ">3<" in groups_part
 
 
-@pytest.mark.xfail(JOURNAL_STUB, strict=True, reason="mockbroker.console.journal is still a stub")
 def test_the_journal_rows(seen: tuple[MockCluster, str]) -> None:
     _, page = seen
     journal_part = part(page, "journal")
