@@ -80,6 +80,8 @@ def show(data: bytes | bytearray | memoryview | None, registry: RegistryState | 
     text in a ``<pre class="value">``."""
     shown = describe(data, registry, limit)
     badge = tag("span", shown.kind, class_=f"pill {_PILLS.get(shown.kind, '')}".strip(), title=shown.schema)
+    if shown.kind == "null":  # (the pill says it all)
+        return badge
     return join([badge, tag("pre", shown.text, class_="value")])
 
 
