@@ -242,7 +242,7 @@ def journal_view(cluster: MockCluster, links: Links, query: Query) -> View:
     live = (summary(shown, entries, kept) + tag("div", chart_svg(entries, now_ms, filters.window_s),
                                                 class_="journal-chart")
             + caption + timeline(entries, cluster, links, filters.limit))
-    return View("Journal", live, filter_form(query, links))
+    return View("Journal", live, above=filter_form(query, links))
 
 
 def journal_section(cluster: MockCluster, links: Links, limit: int = 500) -> Safe:

@@ -29,6 +29,7 @@ def page(view: View, links: Links, active: str) -> str:
                    + tag("span", "", id="live-state"), class_="livebar")
     body = (nav(links, active)
             + tag("main", tag("h1", view.title) + live_bar
+                  + tag("div", view.above, id="above")
                   + tag("div", view.live, id="live")
                   + tag("div", view.controls, id="controls")
                   + tag("p", "", id="action-result", role="status")))

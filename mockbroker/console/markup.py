@@ -134,12 +134,13 @@ NOTHING = Safe("")
 @dataclass(frozen=True)
 class View:
     """What a console page shows: ``live`` is redrawn while the page is open (the browser asks for it again);
-    ``controls`` (forms) stay as they are, so typing into them is never interrupted."""
+    ``controls`` (forms, below it) and ``above`` (above it) stay as they are, so typing is never interrupted."""
 
     title: str
     live: Safe
     controls: Safe = NOTHING
     status: int = 200
+    above: Safe = NOTHING  # controls shown above the live part (a filter form over a long table)
 
 
 Query = Mapping[str, str]

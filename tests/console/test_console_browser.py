@@ -81,6 +81,17 @@ def test_a_fault_added_on_the_page_is_hit_by_the_next_produce(web: Page, tmp_pat
             "[...document.querySelectorAll('#live tr')].some(r => r.innerText.includes('page-fault')"
             " && r.innerText.includes('1 / 1'))", timeout=15_000)
         web.screenshot("faults", tmp_path)
+        # the journal page shows the Produce the rule acted on, with the error it answered
+        web.page.goto(cluster.console_url + "journal?fault=any")
+        rows = web.page.locator("#live table tbody tr")
+        assert rows.count() == 1
+        row = rows.first.inner_text()
+        assert "Produce" in row and "NOT_LEADER_OR_FOLLOWER" in row and "page-fault" in row
+        assert web.page.locator("#live svg").count() == 1
+        web.page.goto(cluster.console_url + "journal")
+        web.screenshot("journal", tmp_path)
+        web.page.goto(cluster.console_url + "faults")
+        form = web.page.locator("form.fault-form")
         # a wrong field is the API's one line, shown on the page; nothing is added
         form.locator("input[name=api]").fill("Prodcue")
         form.locator("button[type=submit]").click()
