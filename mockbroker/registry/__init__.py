@@ -5,7 +5,8 @@ broker's).  Start it with ``MockCluster(schema_registry=True)`` or ``mockbroker 
 
 Modules: server (the HTTP server and its faults middleware), routes (the REST API), state (subjects,
 versions, ids, levels, modes), store (``_schemas``), compatibility (the levels), faults, errors, kinds
-(what a schema type provides), and one module per schema type (avro, json_schema, protobuf).
+(what a schema type provides), one module per schema type (avro, json_schema, protobuf), and decode (record
+bytes in Confluent's framing decoded with their registered schema, for the console and the report).
 """
 
 from __future__ import annotations
