@@ -21,9 +21,9 @@
             produce(run.bootstrap_servers)
         assert run.result.passed, run.result.report()
 
-    pytest --mockbroker-report=reports/     # an HTML report of each failing test's clusters (mockbroker.pytest_report)
+    pytest --mockbroker-report=reports/     # an HTML report of each test's clusters (mockbroker.pytest_report)
 
-    @pytest.mark.mockbroker(report="always")    # this test's report even when it passes
+    @pytest.mark.mockbroker(report="on-failure")    # this test's report only when it fails
     def test_kept(mock_cluster): ...
 
 Clusters run their own event loop on a background thread, so the same fixtures serve sync tests and

@@ -1,14 +1,14 @@
 """The pytest plugin's HTML reports: one file per cluster a test started, written when the test ends.
 
-    pytest --mockbroker-report=reports/                  # a report for each failing test that used a cluster
-    pytest --mockbroker-report=reports/ --mockbroker-report-when=always       # ... and for the passing ones
+    pytest --mockbroker-report=reports/                  # a report for each test that used a cluster
+    pytest --mockbroker-report=reports/ --mockbroker-report-when=on-failure   # ... for the failing ones only
 
     @pytest.mark.mockbroker(report="always")   # this test's report even when it passes ("on-failure": when it fails)
     def test_orders(mock_cluster): ...
 
 The folder comes from ``--mockbroker-report=DIR``, else the ini option ``mockbroker_report_dir``; a test whose
 marker sets ``report=`` while neither is given writes to ``mockbroker-reports/`` under pytest's rootdir.  When:
-the marker's ``report=`` wins, then ``--mockbroker-report-when`` (default ``on-failure``); ``report=None`` on a
+the marker's ``report=`` wins, then ``--mockbroker-report-when`` (default ``always``); ``report=None`` on a
 marker turns a test's reports off.  Without a folder and without the marker nothing is written.
 
 A report is ``DIR/<test id>.html`` (the node id made a file name: ``test_file.py__test_name[param].html``), the
@@ -46,10 +46,10 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("mockbroker", "mock Kafka clusters (mockbroker)")
     group.addoption("--mockbroker-report", metavar="DIR", default=None,
                     help="write an HTML report (topics, records, groups, journal, faults) of each cluster a test "
-                         "used to DIR/<test id>.html: for failing tests, or every test with "
-                         "--mockbroker-report-when=always")
+                         "used to DIR/<test id>.html: for every test, or only failing ones with "
+                         "--mockbroker-report-when=on-failure")
     group.addoption("--mockbroker-report-when", choices=WHEN, default=None,
-                    help="which tests get a report: on-failure (the default) or always")
+                    help="which tests get a report: always (the default) or on-failure")
     parser.addini("mockbroker_report_dir", "the folder of mockbroker's HTML reports (as --mockbroker-report)",
                   default=None)
 
@@ -83,7 +83,7 @@ def plan(request: pytest.FixtureRequest, options: dict[str, Any] | None = None) 
                 break
     if marked and chosen is None:
         return Plan(None)
-    when = chosen or config.getoption("mockbroker_report_when") or "on-failure"
+    when = chosen or config.getoption("mockbroker_report_when") or "always"
     if given:
         folder = Path(given)
         return Plan(folder if folder.is_absolute() else Path(config.invocation_params.dir) / folder, when)

@@ -103,7 +103,8 @@ def failed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[pytest.RunResu
     (pytester_dir / "test_inner.py").write_text(f"SCENARIO = {str(scenario)!r}\n" + INNER)
     (pytester_dir / "pytest.ini").write_text("[pytest]\n")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--mockbroker-report=reports",
-                           "test_inner.py"], cwd=pytester_dir, capture_output=True, text=True, timeout=180)
+                           "--mockbroker-report-when=on-failure", "test_inner.py"], cwd=pytester_dir,
+                          capture_output=True, text=True, timeout=180)
     result = pytest.RunResult(proc.returncode, proc.stdout.splitlines(), proc.stderr.splitlines(), 0.0)
     return result, pytester_dir / "reports"
 
@@ -180,10 +181,13 @@ def test_plain(mock_cluster):
 def test_off(mock_cluster):
     pass
 ''')
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mockbroker-report", "out",
-                                           "--mockbroker-report-when=always")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mockbroker-report", "out")  # always
     result.assert_outcomes(passed=2)
     assert sorted(p.name for p in (pytester.path / "out").iterdir()) == ["test_light.py__test_plain.html"]
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mockbroker-report", "failures",
+                                           "--mockbroker-report-when=on-failure")
+    result.assert_outcomes(passed=2)
+    assert not (pytester.path / "failures").exists()  # nothing failed
     pytester.makepyfile(test_light='''
 import pytest
 
