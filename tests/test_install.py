@@ -175,6 +175,23 @@ def test_wheel_installs_the_runtime_alone(wheel_bin: Path, elsewhere: Path) -> N
     assert found.stdout.split() == ["cryptography", "aiohttp", "yaml"]  # no extra came along; TLS's need did
 
 
+def test_the_wheels_console_and_report_find_their_static_files(wheel_bin: Path, elsewhere: Path) -> None:
+    """The console's stylesheet and script are package data (a runtime-only install: no registry extra)."""
+    probe = """
+import urllib.request
+from mockbroker.cluster import MockCluster
+with MockCluster(control_port=0, topics={"t": 1}) as cluster:
+    base = cluster.console_url
+    page = urllib.request.urlopen(base).read().decode()
+    css = urllib.request.urlopen(base + "static/console.css").read().decode()
+    js = urllib.request.urlopen(base + "static/console.js").read().decode()
+    report = cluster.write_report("report.html").read_text()
+print("<h1>Cluster</h1>" in page, ":root" in css, "X-Console-Part" in js, ":root" in report)
+"""
+    done = run(wheel_bin / "python", "-c", probe, cwd=elsewhere)
+    assert done.stdout.split() == ["True"] * 4, done.stderr[-2000:]
+
+
 def test_version_from_another_directory(wheel_bin: Path, elsewhere: Path) -> None:
     done = run(wheel_bin / "mockbroker", "--version", cwd=elsewhere)
     assert (done.returncode, done.stdout, done.stderr) == (0, f"mockbroker {VERSION}\n", "")
