@@ -3,7 +3,8 @@ client quotas, reset and health, so tests in any language can drive a mock clust
 file documents every route; ``GET /openapi.yaml`` serves it.
 
 Handlers run on the cluster's event loop, so they read and change state directly.  Errors are JSON
-``{"error": "..."}`` (plus ``code`` and ``name`` for Kafka errors) with 400, 404, 405 or 409 (an unknown
+``{"error": "..."}`` (plus ``code`` and ``name`` for Kafka errors) with 400, 403 (a change asked by a page of
+another site: its ``Origin``), 404, 405 or 409 (an unknown
 route is a JSON 404, a method a route does not take a JSON 405).  With a token,
 every route but ``/health`` wants ``Authorization: Bearer <token>`` (or the cookie a console page opened with
 ``?token=<token>`` sets).  The console (mockbroker.console) adds its ``/ui/`` pages to this application.
@@ -43,7 +44,8 @@ _KAFKA_STATUS: dict[int, int] = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: 404, Erro
 
 
 def _fail(status: int, message: str, **extra: Any) -> web.HTTPException:
-    kinds = {400: web.HTTPBadRequest, 401: web.HTTPUnauthorized, 404: web.HTTPNotFound, 409: web.HTTPConflict}
+    kinds = {400: web.HTTPBadRequest, 401: web.HTTPUnauthorized, 403: web.HTTPForbidden, 404: web.HTTPNotFound,
+             409: web.HTTPConflict}
     return kinds[status](text=json.dumps({"error": message, **extra}), content_type="application/json")
 
 
@@ -75,6 +77,13 @@ def _same(given: str | None, token: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), token.encode())
 
 
+def _same_origin(request: web.Request) -> bool:
+    """No Origin header (not a browser's cross-site request), or the page came from this server: a web page
+    elsewhere cannot make a browser change the cluster (a "simple" cross-site POST needs no preflight)."""
+    origin = request.headers.get("Origin")
+    return origin is None or origin == f"{request.scheme}://{request.host}"
+
+
 def _authorized(request: web.Request, token: str) -> bool:
     """The bearer token in the Authorization header, or in the cookie a console page set (``?token=`` once)."""
     header = request.headers.get("Authorization", "")
@@ -84,6 +93,9 @@ def _authorized(request: web.Request, token: str) -> bool:
 
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.method not in ("GET", "HEAD", "OPTIONS") and not _same_origin(request):
+        raise _fail(403, f"a {request.method} from another site ({request.headers['Origin']}) is refused: the "
+                         "console's own pages and clients that send no Origin (curl, test code) may change the cluster")
     token = request.app[TOKEN_KEY]
     from_query = False
     if token and request.path != "/health" and not _authorized(request, token):

@@ -155,3 +155,28 @@ with MockCluster(control_port=0, topics={"t": 1}) as cluster:
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "served", done.stderr[-2000:]
+
+
+def test_a_page_on_another_site_cannot_change_the_cluster() -> None:
+    """A browser sends Origin with a cross-site POST (a "simple" one needs no preflight): refused with 403, while
+    the console's own pages (same origin) and clients that send no Origin act as before."""
+    with MockCluster(brokers=2, control_port=0, topics={"t": 1}) as cluster:
+        body = b'{"action": "broker_down", "broker": 1}'
+        for origin, status in (("http://evil.example", 403), ("null", 403), (cluster.control_url, 200), (None, 200)):
+            headers = {"Content-Type": "text/plain"} | ({"Origin": origin} if origin else {})
+            request = urllib.request.Request(f"{cluster.control_url}/actions", data=body, headers=headers,
+                                             method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    got = response.status
+            except urllib.error.HTTPError as exc:
+                got = exc.code
+                assert "from another site" in exc.read().decode()
+            assert got == status, origin
+            assert (1 in cluster.state.brokers) == (status == 403), origin  # refused: nothing happened
+            if status == 200:
+                cluster.broker_up(1)
+        # reading stays open to any page (the console's pages are plain GETs)
+        request = urllib.request.Request(cluster.console_url or "", headers={"Origin": "http://evil.example"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
