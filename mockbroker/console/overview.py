@@ -17,15 +17,18 @@ if TYPE_CHECKING:
     from mockbroker.cluster import MockCluster
     from mockbroker.faults.rules import FaultRule
 
-# the fault form's fields: (name, label, placeholder); the control API's POST /faults takes the same names
+# the fault form's fields, named as POST /faults names them: (name, label, placeholder); "action" and "scope" are
+# choices, "api" and "error" offer Kafka's names
 FAULT_FIELDS = (
-    ("api", "API", "Produce"), ("error", "error", "NOT_LEADER_OR_FOLLOWER"), ("action", "action", "error"),
+    ("api", "API", "Produce"), ("error", "error", "NOT_LEADER_OR_FOLLOWER"), ("action", "action", ""),
     ("topic", "topic", ""), ("partition", "partition", ""), ("broker", "broker", ""), ("group", "group", ""),
-    ("client_id", "client id (regex)", ""), ("times", "times", "1"), ("nth", "nth", "1"),
-    ("probability", "probability", "1.0"), ("delay_ms", "delay ms", ""), ("throttle_ms", "throttle ms", ""),
-    ("name", "name", ""),
+    ("transactional_id", "transactional id", ""), ("client_id", "client id (regex)", ""), ("version", "version", ""),
+    ("times", "times", "1 (null: every time)"), ("nth", "nth", "1"), ("probability", "probability", "1.0"),
+    ("seed", "seed", ""), ("after_ms", "after ms", "0"), ("until_ms", "until ms", ""), ("scope", "scope", ""),
+    ("delay_ms", "delay ms", ""), ("throttle_ms", "throttle ms", ""), ("name", "name", ""),
 )
-NUMBER_FIELDS = ("partition", "broker", "times", "nth", "probability", "delay_ms", "throttle_ms")
+NUMBER_FIELDS = ("partition", "broker", "version", "times", "nth", "probability", "seed", "after_ms", "until_ms",
+                 "delay_ms", "throttle_ms")
 
 
 def button(text: str, api: str, body: Any = None, kind: str = "") -> Safe:
@@ -116,19 +119,40 @@ def overview_view(cluster: MockCluster, links: Links, query: Query) -> View:
     return View("Cluster", live)
 
 
+def _field(name: str, label: str, placeholder: str) -> Safe:
+    from mockbroker.faults.rules import ACTIONS
+
+    if name in ("action", "scope"):
+        choices = ("", *ACTIONS) if name == "action" else ("", "request", "partition")
+        first = "error, else observe" if name == "action" else "request"
+        options = join(tag("option", c or f"({first})", value=c) for c in choices)
+        return tag("label", esc(label) + tag("select", options, name=name))
+    listed = {"api": "api-names", "error": "error-names"}.get(name)
+    return tag("label", esc(label) + tag("input", "", name=name, placeholder=placeholder or None, list=listed,
+                                         inputmode="decimal" if name in NUMBER_FIELDS else None))
+
+
+def _name_lists() -> Safe:
+    from mockbroker.errors import ErrorCode
+    from mockbroker.faults.rules import api_names
+
+    apis = join(tag("option", "", value=name) for name in sorted(api_names()))
+    errors = join(tag("option", "", value=e.name) for e in sorted(ErrorCode, key=lambda e: e.name) if e.value)
+    return tag("datalist", apis, id="api-names") + tag("datalist", errors, id="error-names")
+
+
 def fault_form() -> Safe:
-    fields = join(tag("label", esc(label) + tag("input", "", name=name, placeholder=placeholder or None,
-                                                inputmode="decimal" if name in NUMBER_FIELDS else None))
-                  for name, label, placeholder in FAULT_FIELDS)
-    form = tag("form", fields + tag("button", "add fault", type="submit"), class_="fault-form", data_api="POST /faults",
-               data_numbers=",".join(NUMBER_FIELDS))
+    fields = join(_field(name, label, placeholder) for name, label, placeholder in FAULT_FIELDS)
+    form = tag("form", fields + tag("button", "add fault", type="submit") + _name_lists(), class_="fault-form",
+               data_api="POST /faults", data_numbers=",".join(NUMBER_FIELDS))
     leader = tag("form", join([tag("label", "topic" + tag("input", "", name="topic")),
                                tag("label", "partition" + tag("input", "", name="partition", value="0")),
                                tag("label", "to broker" + tag("input", "", name="broker", placeholder="next")),
                                tag("button", "move leader", type="submit")]),
                  class_="leader-form", data_api="POST /actions", data_action="move_leader",
                  data_numbers="partition,broker")
-    hint = tag("p", "The fields of POST /faults (docs/control-api.md); empty fields are left out.", class_="hint")
+    hint = tag("p", "The fields of POST /faults (docs/faults.md); empty fields are left out, times null matches every "
+                    "time.", class_="hint")
     return (section("Add a fault rule", hint + form)
             + section("Move a partition leader", leader)
             + tag("p", button("remove every fault rule", "DELETE /faults", None, "bad")))

@@ -102,6 +102,18 @@ def test_a_fault_added_on_the_page_is_hit_by_the_next_produce(web: Page, tmp_pat
         web.page.locator(f"button[data-api='DELETE /faults/{rule.id}']").click()
         web.page.wait_for_function("!document.getElementById('live').innerText.includes('page-fault')")
         assert list(cluster.state.faults.listed()) == []
+        # every field of POST /faults is on the form: a delay on every Fetch ("times" null), by choice lists
+        form.locator("input[name=api]").fill("Fetch")
+        form.locator("input[name=error]").fill("")
+        form.locator("input[name=name]").fill("slow-fetch")
+        form.locator("select[name=action]").select_option("delay")
+        form.locator("input[name=delay_ms]").fill("5")
+        form.locator("input[name=times]").fill("null")
+        form.locator("select[name=scope]").select_option("partition")
+        form.locator("button[type=submit]").click()
+        web.page.wait_for_function("document.getElementById('live').innerText.includes('slow-fetch')")
+        [delay] = cluster.state.faults.listed()
+        assert (delay.action, delay.delay_ms, delay.times, delay.scope) == ("delay", 5, None, "partition")
         web.clean()
 
 

@@ -79,7 +79,8 @@
     for (const input of form.querySelectorAll("input, select")) {
       const value = input.value.trim();
       if (!input.name || value === "") continue;
-      body[input.name] = numbers.includes(input.name) && !isNaN(Number(value)) ? Number(value) : value;
+      if (value === "null") body[input.name] = null;
+      else body[input.name] = numbers.includes(input.name) && !isNaN(Number(value)) ? Number(value) : value;
     }
     return body;
   }
