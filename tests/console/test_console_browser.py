@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -61,15 +62,22 @@ def test_the_topic_page_redraws_while_a_producer_writes(web: Page, tmp_path: Pat
         web.clean()
 
 
+def submit(form: Any, **fields: str) -> None:
+    """Fill a console form's fields (inputs and choice lists) and send it."""
+    for name, value in fields.items():
+        field = form.locator(f"[name={name}]")
+        if field.evaluate("e => e.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
+    form.locator("button[type=submit]").click()
+
+
 def test_a_fault_added_on_the_page_is_hit_by_the_next_produce(web: Page, tmp_path: Path) -> None:
     with MockCluster(control_port=0, topics={"payments": 1}) as cluster:
         web.page.goto(cluster.console_url + "faults")
         form = web.page.locator("form.fault-form")
-        form.locator("input[name=api]").fill("Produce")
-        form.locator("input[name=error]").fill("NOT_LEADER_OR_FOLLOWER")
-        form.locator("input[name=times]").fill("1")
-        form.locator("input[name=name]").fill("page-fault")
-        form.locator("button[type=submit]").click()
+        submit(form, api="Produce", error="NOT_LEADER_OR_FOLLOWER", times="1", name="page-fault")
         web.page.wait_for_function("document.getElementById('action-result').innerText.includes('fault')")
         assert re.search(r"POST /faults: done \(fault \d+\)", web.page.inner_text("#action-result"))
         [rule] = cluster.state.faults.listed()
@@ -93,8 +101,7 @@ def test_a_fault_added_on_the_page_is_hit_by_the_next_produce(web: Page, tmp_pat
         web.page.goto(cluster.console_url + "faults")
         form = web.page.locator("form.fault-form")
         # a wrong field is the API's one line, shown on the page; nothing is added
-        form.locator("input[name=api]").fill("Prodcue")
-        form.locator("button[type=submit]").click()
+        submit(form, api="Prodcue")
         web.page.wait_for_function("document.getElementById('action-result').className === 'bad'")
         assert "Produce" in web.page.inner_text("#action-result")  # the nearest name
         assert len(list(cluster.state.faults.listed())) == 1
@@ -103,14 +110,8 @@ def test_a_fault_added_on_the_page_is_hit_by_the_next_produce(web: Page, tmp_pat
         web.page.wait_for_function("!document.getElementById('live').innerText.includes('page-fault')")
         assert list(cluster.state.faults.listed()) == []
         # every field of POST /faults is on the form: a delay on every Fetch ("times" null), by choice lists
-        form.locator("input[name=api]").fill("Fetch")
-        form.locator("input[name=error]").fill("")
-        form.locator("input[name=name]").fill("slow-fetch")
-        form.locator("select[name=action]").select_option("delay")
-        form.locator("input[name=delay_ms]").fill("5")
-        form.locator("input[name=times]").fill("null")
-        form.locator("select[name=scope]").select_option("partition")
-        form.locator("button[type=submit]").click()
+        submit(form, api="Fetch", error="", name="slow-fetch", action="delay", delay_ms="5", times="null",
+               scope="partition")
         web.page.wait_for_function("document.getElementById('live').innerText.includes('slow-fetch')")
         [delay] = cluster.state.faults.listed()
         assert (delay.action, delay.delay_ms, delay.times, delay.scope) == ("delay", 5, None, "partition")
