@@ -136,6 +136,7 @@ async def _run(scenario: Scenario, args: argparse.Namespace, command: list[str] 
         print(f"schema.registry.url={run.cluster.schema_registry_url}", file=out, flush=True)
     if run.cluster.control_url:
         print(f"control={run.cluster.control_url}", file=out, flush=True)
+        print(f"console={run.cluster.console_url}", file=out, flush=True)  # the scenario's steps as they play
     try:
         if command is not None:
             app_exit = await _run_app(command, run, args.json)
@@ -163,6 +164,9 @@ async def _run_app(command: list[str] | str, run: ScenarioRun, quiet_stdout: boo
            "MOCKBROKER_BOOTSTRAP": run.bootstrap_servers}
     if run.cluster.schema_registry_url:
         env["SCHEMA_REGISTRY_URL"] = run.cluster.schema_registry_url
+    if run.cluster.control_url:  # (with --control-port) the control API and the console, for the app's own checks
+        env["MOCKBROKER_CONTROL_URL"] = run.cluster.control_url
+        env["MOCKBROKER_CONSOLE_URL"] = run.cluster.console_url or ""
     grouped = hasattr(os, "killpg")
     options: dict[str, Any] = {"env": env, "stdout": sys.stderr.fileno() if quiet_stdout else None}
     if grouped:

@@ -106,3 +106,20 @@ def test_ctrl_c_is_passed_on_to_the_exec_command(tmp_path: Path) -> None:
     assert (tmp_path / "got.txt").read_text() == "interrupted\n"
     assert proc.returncode == 1 and "the app exited with 5" in out, out + err
     assert "Traceback" not in err, err
+
+
+def test_a_run_with_a_control_port_prints_its_console_showing_the_steps(tmp_path: Path) -> None:
+    """``--control-port`` gives the run's console (``console=`` after ``control=``, ``$MOCKBROKER_CONSOLE_URL``
+    for the app): its page shows the scenario and its steps, here read by the --exec command as it plays."""
+    (tmp_path / "s.yaml").write_text("name: watched\nsteps:\n  - name: watch produce\n"
+                                     "    fault: {name: watch, api: Produce, action: observe, times: null}\n")
+    fetch = (f'"{sys.executable}" -c "import urllib.request, os; '
+             "open('page.html', 'w').write(urllib.request.urlopen(os.environ['MOCKBROKER_CONSOLE_URL']).read()"
+             '.decode())"')
+    done = cli("run", "s.yaml", "--control-port", "0", "--exec", f"sleep 0.3; {fetch}", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line.split("=", 1) for line in done.stdout.splitlines() if line.startswith(("control=", "console="))]
+    assert [key for key, _ in lines] == ["control", "console"]
+    assert lines[1][1] == lines[0][1] + "/ui/"
+    page = (tmp_path / "page.html").read_text()
+    assert "steps 1/1" in page and "watch produce" in page
