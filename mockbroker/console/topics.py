@@ -140,12 +140,19 @@ def _number(query: Query, name: str, default: int | None) -> int | None:
 
 
 def newest_across(cluster: MockCluster, name: str, limit: int) -> list[Row]:
-    """The newest ``limit`` rows of the whole topic: each partition's newest, merged by time (then offset)."""
+    """The newest ``limit`` rows of the whole topic: each partition's newest, merged by time (then offset).
+    Partitions are read newest batch first and left unread once ``limit`` rows are newer than anything they
+    hold (their last batch's max timestamp): a topic of thousands of partitions costs what its newest hold."""
+    logs = [log for log in cluster.state.topic(name).partitions if log.batches]
+    logs.sort(key=lambda log: log.batches[-1].max_timestamp, reverse=True)
     rows: list[Row] = []
-    for log in cluster.state.topic(name).partitions:
+    for log in logs:
+        if len(rows) >= limit and log.batches[-1].max_timestamp < rows[limit - 1].timestamp:
+            break
         rows.extend(newest_rows(log, None, limit))
-    rows.sort(key=lambda r: (r.timestamp, r.offset), reverse=True)
-    return rows[:limit]
+        rows.sort(key=lambda r: (r.timestamp, r.offset), reverse=True)
+        del rows[limit:]
+    return rows
 
 
 def records_part(cluster: MockCluster, name: str, links: Links, partition: int | None, before: int | None,

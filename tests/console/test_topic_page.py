@@ -180,3 +180,25 @@ def test_a_page_on_another_site_cannot_change_the_cluster() -> None:
         request = urllib.request.Request(cluster.console_url or "", headers={"Origin": "http://evil.example"})
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.status == 200
+
+
+def test_the_newest_records_of_a_wide_topic_read_only_the_partitions_holding_them() -> None:
+    from mockbroker.console.topics import newest_across, newest_rows
+    from mockbroker.state.inspect import append_records
+
+    with MockCluster(topics={"wide": 2000}) as cluster:
+        def fill() -> None:
+            for index in range(2000):
+                log = cluster.state.partition("wide", index)
+                append_records(log, [(None, f"old-{index}".encode(), [])], 1_000 + index)
+            append_records(cluster.state.partition("wide", 7), [(None, b"newest", [])], 10_000)
+
+        cluster.call(fill)
+        rows = cluster.call(newest_across, cluster, "wide", 3)
+        assert [(r.partition, r.value) for r in rows] == [(7, b"newest"), (1999, b"old-1999"), (1998, b"old-1998")]
+        # the same as reading every partition and merging
+        def read_all() -> list:
+            return [r for i in range(2000) for r in newest_rows(cluster.state.partition("wide", i))]
+
+        every = sorted(cluster.call(read_all), key=lambda r: (r.timestamp, r.offset), reverse=True)[:3]
+        assert [(r.partition, r.offset) for r in every] == [(r.partition, r.offset) for r in rows]
