@@ -118,15 +118,18 @@ def rows_table(rows: list[Row], registry: RegistryState | None, with_partition: 
     return table(headers, out, empty="no records", class_="records")
 
 
-def partitions_table(cluster: MockCluster, name: str, links: Links) -> Safe:
+def partitions_table(cluster: MockCluster, name: str, links: Links, most: int | None = None) -> Safe:
+    """The topic's partitions (the first ``most`` of them, the rest counted in a line)."""
     topic = cluster.state.topic(name)
     rows = []
-    for p in topic.partitions:
+    for p in topic.partitions[:most]:
         rows.append([links.to(links.topic(name, partition=p.index), p.index), p.leader, p.leader_epoch,
                      ", ".join(str(r) for r in p.replicas), p.log_start_offset, p.high_watermark,
                      p.last_stable_offset, p.high_watermark - p.log_start_offset])
-    return table(["partition", "leader", "epoch", "replicas", "log start", "high watermark", "last stable", "records"],
-                 rows)
+    shown = table(["partition", "leader", "epoch", "replicas", "log start", "high watermark", "last stable",
+                   "records"], rows)
+    left = len(topic.partitions) - len(rows)
+    return shown + tag("p", f"and {left} more partitions", class_="hint") if left > 0 else shown
 
 
 def _number(query: Query, name: str, default: int | None) -> int | None:
@@ -190,5 +193,5 @@ def topic_view(cluster: MockCluster, links: Links, name: str, query: Query) -> V
 
 def topic_section(cluster: MockCluster, links: Links, name: str, limit: int = 200) -> Safe:
     """A topic for the report: its partitions and its newest ``limit`` records."""
-    return (tag("h3", name, id="topic-" + quote(name, safe="")) + partitions_table(cluster, name, links)
+    return (tag("h3", name, id="topic-" + quote(name, safe="")) + partitions_table(cluster, name, links, most=1000)
             + rows_table(newest_across(cluster, name, limit), _registry(cluster)))

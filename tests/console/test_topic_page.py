@@ -202,3 +202,9 @@ def test_the_newest_records_of_a_wide_topic_read_only_the_partitions_holding_the
 
         every = sorted(cluster.call(read_all), key=lambda r: (r.timestamp, r.offset), reverse=True)[:3]
         assert [(r.partition, r.offset) for r in every] == [(r.partition, r.offset) for r in rows]
+        # a report lists the first thousand partitions and counts the rest
+        from mockbroker.console.markup import Links
+        from mockbroker.console.topics import topic_section
+
+        section = cluster.call(topic_section, cluster, Links(anchors=True), "wide", 3)
+        assert section.count('href="#topic-wide"') == 1000 and "and 1000 more partitions" in section
