@@ -58,6 +58,14 @@ def test_marker_latency(mock_cluster, kafka_bootstrap):  # Kafka's latencies: a 
     assert "latency-3ms" in [rule.name for rule in mock_cluster.faults.listed()]
 
 
+@pytest.mark.mockbroker(control_port=0)
+def test_marker_console(mock_cluster):  # the control API and the web console beside the test's cluster
+    import urllib.request
+
+    assert mock_cluster.console_url.endswith("/ui/")
+    assert b"<h1>Cluster</h1>" in urllib.request.urlopen(mock_cluster.console_url).read()
+
+
 def test_factory(mock_cluster_factory):
     one, two = mock_cluster_factory(), mock_cluster_factory(brokers=2, topics={"t": 1})
     assert one.bootstrap_servers != two.bootstrap_servers and len(two.brokers) == 2
@@ -151,12 +159,12 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_the_plugin_in_one_process(inner: pytest.Pytester) -> None:
     result = inner.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=13)
 
 
 def test_the_plugin_under_xdist(inner: pytest.Pytester) -> None:
     result = inner.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=13)
 
 
 def test_a_bad_marker_is_a_usage_error(pytester: pytest.Pytester) -> None:
