@@ -44,7 +44,13 @@ _SUBSCRIBE_RACE = (
     "(topics=[]) is in flight; ClusterMetadata.update_metadata then clears the _need_update flag that "
     "set_topics() set (its own TODO in kafka/cluster.py: 'handle future when old metadata request is currently "
     "in-flight'), so the topic is not asked for again before metadata.max.age.ms (300 s): no assignment, no records")
+_GROUP_SUBSCRIBE_RACE = (
+    "the same kafka-python race in a group: the leader's metadata lacks the topic it subscribed to while a "
+    "bootstrap Metadata request was in flight, so its range assignor finds 'No partition metadata for topic' and "
+    "assigns nothing; nothing makes the leader rejoin before metadata.max.age.ms (300 s), so wait_for_stable(35) "
+    "times out (seen once in CI under the slow tier's load, 2026-11-29)")
 KNOWN_FLAKY: dict[str, str] = {
+    "test.integration.test_admin_integration::test_describe_group_exists": _GROUP_SUBSCRIBE_RACE,
     "test.integration.test_consumer_integration::test_kafka_consumer": _SUBSCRIBE_RACE,
     "test.integration.test_consumer_integration::test_kafka_consumer_unsupported_encoding": _SUBSCRIBE_RACE,
     "test.integration.test_consumer_integration::test_kafka_consumer_max_bytes_simple": _SUBSCRIBE_RACE,
