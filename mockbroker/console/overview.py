@@ -41,14 +41,15 @@ def brokers_table(cluster: MockCluster, actions: bool = True) -> Safe:
     state = cluster.state
     rows = []
     for server in cluster.brokers:
-        up = server.node_id in state.brokers
-        status = "up" if up else "partitioned" if server.partitioned else "down"
+        status = server.status
         kind = {"up": "ok", "down": "bad", "partitioned": "warn"}[status]
         row: list[object] = [server.node_id, f"{server.host}:{server.port}", pill(status, kind),
                              pill("controller", "info") if state.controller_id == server.node_id else ""]
         if actions:
-            row.append(button("down", "POST /actions", {"action": "broker_down", "broker": server.node_id}, "bad")
-                       if up else button("up", "POST /actions", {"action": "broker_up", "broker": server.node_id}))
+            down = status == "up"  # a partitioned broker is brought back with broker_up too
+            row.append(button("down" if down else "up", "POST /actions",
+                              {"action": "broker_down" if down else "broker_up", "broker": server.node_id},
+                              "bad" if down else ""))
         rows.append(row)
     headers = ["node", "address", "state", "", *(["action"] if actions else [])]
     return table(headers, rows, empty="no brokers")

@@ -141,8 +141,7 @@ async def cluster_info(request: web.Request) -> web.Response:
     state = cluster.state
     brokers = []
     for server in cluster.brokers:
-        status = "up" if server.node_id in state.brokers else "partitioned" if server.partitioned else "down"
-        brokers.append({"node_id": server.node_id, "host": server.host, "port": server.port, "state": status})
+        brokers.append({"node_id": server.node_id, "host": server.host, "port": server.port, "state": server.status})
     return web.json_response({"cluster_id": state.cluster_id, "controller": state.controller_id, "brokers": brokers,
                               "bootstrap_servers": cluster.bootstrap_servers})
 

@@ -52,6 +52,11 @@ class BrokerServer:
         # the event loop serving it, from start() on (asyncio.get_running_loop() asks the OS for the pid)
         self.loop: asyncio.AbstractEventLoop | None = None
 
+    @property
+    def status(self) -> str:
+        """"up", "partitioned" (listening, answering nothing) or "down": what the control API and the console show."""
+        return "up" if self.node_id in self.cluster.brokers else "partitioned" if self.partitioned else "down"
+
     def use_state(self, cluster: ClusterState) -> None:
         """Serve a fresh cluster state (MockCluster.reset): sessions of the old one are forgotten."""
         self.cluster = cluster
