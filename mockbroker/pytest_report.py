@@ -66,7 +66,7 @@ class Plan:
     """Where and when a test's reports are written (``folder`` None: none are)."""
 
     folder: Path | None
-    when: str = "on-failure"
+    when: str = "always"
 
 
 def plan(request: pytest.FixtureRequest, options: dict[str, Any] | None = None) -> Plan:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mockbroker.console.chart import chart_svg
-from mockbroker.console.markup import Links, Query, Safe, View, esc, join, link, pill, tag, when
+from mockbroker.console.markup import Links, Query, Safe, View, esc, join, link, pill, query_int, tag, when
 from mockbroker.faults.journal import JournalEntry
 from mockbroker.nearest import hint
 from mockbroker.protocol.errors import ERRORS
@@ -73,16 +73,6 @@ def _text(query: Query, name: str) -> str | None:
     return None if value is None or value.strip() == "" else value.strip()
 
 
-def _integer(query: Query, name: str) -> int | None:
-    raw = _text(query, name)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, not {raw!r}") from None
-
-
 def _error_name(raw: str) -> str:
     if raw.casefold() == ANY:
         return ANY
@@ -102,11 +92,11 @@ def parse_filters(query: Query) -> Filters:
     fault_raw = _text(query, "fault")
     fault: int | str | None = None
     if fault_raw is not None:
-        fault = ANY if fault_raw.casefold() == ANY else _integer(query, "fault")
-    limit = _integer(query, "limit")
-    window = _integer(query, "window")
+        fault = ANY if fault_raw.casefold() == ANY else query_int(query, "fault")
+    limit = query_int(query, "limit")
+    window = query_int(query, "window")
     client_id = query.get("client_id")  # a client id is matched as given (it may be blank or spaced)
-    return Filters(api=api, broker=_integer(query, "broker"), client_id=client_id or None,
+    return Filters(api=api, broker=query_int(query, "broker"), client_id=client_id or None,
                    topic=_text(query, "topic"), group=_text(query, "group"),
                    error=None if error is None else _error_name(error), fault=fault,
                    limit=DEFAULT_LIMIT if limit is None else max(1, min(limit, MAX_LIMIT)),

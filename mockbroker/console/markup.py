@@ -144,3 +144,15 @@ class View:
 
 
 Query = Mapping[str, str]
+
+
+def query_int(query: Query, name: str) -> int | None:
+    """A page's integer parameter (None when absent or blank); anything else is ValueError naming it, which the
+    console shows as a 400 page."""
+    raw = (query.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, not {raw!r}") from None

@@ -36,16 +36,16 @@ NOT_FOUND_CODES = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.GRO
 ViewFn = Callable[["MockCluster", Links, Query, dict[str, str]], View]
 
 
-def _views() -> dict[str, ViewFn]:
-    return {
-        "overview": lambda c, links, q, m: overview.overview_view(c, links, q),
-        "topic": lambda c, links, q, m: topics.topic_view(c, links, m["name"], q),
-        "groups": lambda c, links, q, m: groups.groups_view(c, links, q),
-        "group": lambda c, links, q, m: groups.group_view(c, links, m["id"], q),
-        "transactions": lambda c, links, q, m: transactions.transactions_view(c, links, q),
-        "journal": lambda c, links, q, m: journal.journal_view(c, links, q),
-        "faults": lambda c, links, q, m: overview.faults_view(c, links, q),
-    }
+# each page's view, by the name its handler and the navigation use
+VIEWS: dict[str, ViewFn] = {
+    "overview": lambda c, links, q, m: overview.overview_view(c, links, q),
+    "topic": lambda c, links, q, m: topics.topic_view(c, links, m["name"], q),
+    "groups": lambda c, links, q, m: groups.groups_view(c, links, q),
+    "group": lambda c, links, q, m: groups.group_view(c, links, m["id"], q),
+    "transactions": lambda c, links, q, m: transactions.transactions_view(c, links, q),
+    "journal": lambda c, links, q, m: journal.journal_view(c, links, q),
+    "faults": lambda c, links, q, m: overview.faults_view(c, links, q),
+}
 
 
 def _problem(status: int, title: str, message: str) -> View:
@@ -54,7 +54,7 @@ def _problem(status: int, title: str, message: str) -> View:
 
 def _render(name: str, cluster: MockCluster, request: web.Request) -> View:
     try:
-        return _views()[name](cluster, LINKS, request.query, dict(request.match_info))
+        return VIEWS[name](cluster, LINKS, request.query, dict(request.match_info))
     except KafkaError as exc:
         status = 404 if exc.code in NOT_FOUND_CODES else 400
         return _problem(status, error_name(exc.code), exc.message or error_name(exc.code))

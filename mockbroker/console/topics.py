@@ -17,7 +17,7 @@ from urllib.parse import quote
 from mockbroker import batches
 from mockbroker import records as rec
 from mockbroker.console import values
-from mockbroker.console.markup import Links, Query, Safe, View, join, link, pill, section, table, tag, when
+from mockbroker.console.markup import Links, Query, Safe, View, join, link, pill, query_int, section, table, tag, when
 from mockbroker.errors import KafkaError
 
 if TYPE_CHECKING:
@@ -132,16 +132,6 @@ def partitions_table(cluster: MockCluster, name: str, links: Links, most: int | 
     return shown + tag("p", f"and {left} more partitions", class_="hint") if left > 0 else shown
 
 
-def _number(query: Query, name: str, default: int | None) -> int | None:
-    raw = query.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, not {raw!r}") from None
-
-
 def newest_across(cluster: MockCluster, name: str, limit: int) -> list[Row]:
     """The newest ``limit`` rows of the whole topic: each partition's newest, merged by time (then offset).
     Partitions are read newest batch first and left unread once ``limit`` rows are newer than anything they
@@ -180,9 +170,9 @@ def records_part(cluster: MockCluster, name: str, links: Links, partition: int |
 
 
 def topic_view(cluster: MockCluster, links: Links, name: str, query: Query) -> View:
-    partition = _number(query, "partition", None)
-    before = _number(query, "before", None)
-    limit = max(1, min(_number(query, "limit", PAGE) or PAGE, MAX_PAGE))
+    partition = query_int(query, "partition")
+    before = query_int(query, "before")
+    limit = max(1, min(query_int(query, "limit") or PAGE, MAX_PAGE))
     topic = cluster.state.topic(name)  # UNKNOWN_TOPIC_OR_PARTITION first
     if partition is not None and not 0 <= partition < len(topic.partitions):
         raise ValueError(f"topic {name!r} has partitions 0..{len(topic.partitions) - 1}, not {partition}")
