@@ -57,7 +57,7 @@ REMOVED = frozenset({"inter.broker.protocol.version", "log.message.format.versio
                      "reserved.broker.max.id", "control.plane.listener.name"})
 # cp-schema-registry's properties: the ones the mock registry acts on, and the ones it accepts and has no use for
 REGISTRY_USED = ("listeners", "kafkastore.bootstrap.servers", "schema.compatibility.level",
-                 "avro.compatibility.level", "kafkastore.topic")
+                 "avro.compatibility.level", "kafkastore.topic", "kafkastore.init.timeout.ms")
 REGISTRY_NOT_NEEDED = {
     "host.name": "the registry is the only one: no leader election",
     "leader.eligibility": "the registry is the only one: no leader election",
@@ -66,7 +66,6 @@ REGISTRY_NOT_NEEDED = {
     "kafkastore.group.id": "the registry is the only one: no leader election",
     "kafkastore.topic.replication.factor": "_schemas takes the cluster's replication",
     "kafkastore.timeout.ms": "the store's writes have their own timeout",
-    "kafkastore.init.timeout.ms": "the store's writes have their own timeout",
     "kafkastore.security.protocol": "the store connects in PLAINTEXT",
     "debug": "errors are logged either way",
     "access.control.allow.origin": "CORS is not served",
@@ -105,6 +104,7 @@ class RegistryEnv:
     port: int
     kafkastore: str | None  # bootstrap servers (PLAINTEXT:// prefixes dropped), None when not given
     compatibility: str | None
+    init_timeout_s: float = 60.0  # kafkastore.init.timeout.ms: how long to wait for the cluster at start
 
 
 @dataclass
@@ -149,7 +149,7 @@ class KafkaEnv:
 def read_env(env: Mapping[str, str]) -> KafkaEnv:
     """Read ``KAFKA_*``, ``CLUSTER_ID`` and ``SCHEMA_REGISTRY_*`` from ``env``; KafkaEnvError on the first problem."""
     from mockbroker.errors import KafkaError
-    from mockbroker.state.config import check_broker_name
+    from mockbroker.state.config import BrokerConfig, check_broker_name
 
     out = KafkaEnv()
     raw: dict[str, tuple[str, str]] = {}  # config -> (variable, value)
@@ -182,6 +182,10 @@ def read_env(env: Mapping[str, str]) -> KafkaEnv:
             check_broker_name(name)
         except KafkaError:
             raise KafkaEnvError(_unknown(variable, name)) from None
+        try:
+            BrokerConfig({name: value})  # Kafka's value checks, named by the variable
+        except KafkaError as exc:
+            raise KafkaEnvError(f"{variable}: {exc.message or exc}") from None
         out.configs[name] = value
     _listeners(out, raw)
     out.registry = _registry(env, out)
@@ -212,7 +216,8 @@ def _listeners(out: KafkaEnv, raw: dict[str, tuple[str, str]]) -> None:
 
         listeners = re.sub(r"://[^:,]*:", "://0.0.0.0:", advertised)  # the images' sed: every host -> 0.0.0.0
     if listeners is not None:
-        kept, dropped = [], []
+        kept: list[str] = []
+        dropped: list[str] = []
         for item in (part.strip() for part in listeners.split(",")):
             if item:
                 (dropped if item.partition("://")[0].upper() in controllers else kept).append(item)
@@ -266,7 +271,10 @@ def _registry(env: Mapping[str, str], kafka: KafkaEnv) -> RegistryEnv | None:
         if level not in LEVELS:
             raise KafkaEnvError(f"{level_item[0]}: {level_item[1]!r} is not a compatibility level: one of "
                                 f"{', '.join(LEVELS)}")
-    return RegistryEnv(host, port, servers, level)
+    timeout = settings.get("kafkastore.init.timeout.ms", ("", "60000"))
+    if not timeout[1].strip().isdigit():
+        raise KafkaEnvError(f"{timeout[0]}: {timeout[1]!r} is not a number of milliseconds")
+    return RegistryEnv(host, port, servers, level, int(timeout[1]) / 1000)
 
 
 def _http_listener(variable: str, value: str) -> tuple[str, int]:
