@@ -130,3 +130,14 @@ def test_compose_file_points_at_real_things() -> None:
     command = scenario["command"]
     assert command[:2] == ["scenario", "run"]
     assert command[2] in shipped.names()  # a shipped scenario, by name: the image holds it
+
+
+def test_the_kafka_replacement_compose_file_builds_the_image_it_names() -> None:
+    """docker/compose.kafka-replacement.yaml (run as processes by tests/kafka_env/test_serve_kafka_env.py): every
+    service is the mockbroker image, and one of them builds it from this Dockerfile."""
+    compose = yaml.safe_load((ROOT / "docker" / "compose.kafka-replacement.yaml").read_text())
+    services = compose["services"]
+    assert {service["image"] for service in services.values()} == {"mockbroker:latest"}
+    builds = [s["build"] for s in services.values() if "build" in s]
+    assert [(ROOT / "docker" / b["context"] / b["dockerfile"]).resolve() for b in builds] == [DOCKERFILE]
+    assert image_env()["MOCKBROKER_KAFKA_ENV"] == "true"  # the image reads KAFKA_* and SCHEMA_REGISTRY_*

@@ -12,10 +12,10 @@ How each block is run (the conventions a writer of docs follows):
   with the repo's .venv/bin first on PATH (``console`` lines start with ``$ ``; others are output).
   ``make`` lines and ``pip install`` lines run in the repo root (they are "from a clone").
   Long-running commands (``mockbroker serve``, ``make run``, ``mockbroker scenario run`` without
-  ``--app``/``--exec``) are started with their fixed ports made 0 (so tests never collide), waited for
-  their ``bootstrap.servers=`` line, kept running for the block's later lines (whose ``localhost:PORT``
-  is rewritten to the ports actually used) and stopped (SIGINT) when the block ends. ``make run`` runs
-  with ``-o .venv/.runtime`` so the test never reinstalls into the shared .venv.
+  ``--app``/``--exec``; ``NAME=value`` assignments may come first) are started with their fixed ports made 0
+  (so tests never collide), waited for their ``bootstrap.servers=`` line, kept running for the block's later
+  lines (whose ``localhost:PORT`` is rewritten to the ports actually used) and stopped (SIGINT) when the block
+  ends. ``make run`` runs with ``-o .venv/.runtime`` so the test never reinstalls into the shared .venv.
   ``pip install ARGS`` lines are checked with ``pip install --dry-run --no-deps --no-build-isolation
   ARGS`` against the repo's .venv (the project's metadata builds, every package and extra named exists,
   nothing is installed); tests/test_install.py installs the built wheel into a fresh venv for real.
@@ -26,7 +26,12 @@ How each block is run (the conventions a writer of docs follows):
   ``make test*`` (the suite's tiers, which run this file), ``make bench`` (the hour-long benchmarks) and
   ``make soak`` (10 minutes) are dry runs (``make -n``): the target exists and its recipe expands. Every
   other line must exit 0.
-- ```text blocks are output shown to readers and are not run; ```yaml and others neither.
+- A ```yaml block that is a compose file (a top-level ``services:``) runs each service whose image is mockbroker's as
+  tests/compose_services.py does: the image's entrypoint as a process with the image's environment and the
+  service's (fixed ports moved to free ones, the file's host names 127.0.0.1); each must print its first line
+  and pass the image's healthcheck, and stop cleanly. A compose file without one (a "before" file) is a skipped
+  test saying so.
+- ```text blocks are output shown to readers and are not run; other ```yaml blocks and the rest neither.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = ROOT / ".venv" / "bin"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SHELL_FENCE = re.compile(r"^```(shell|bash|sh|console)[ \t]*\n(.*?)^```", re.S | re.M)
-LONG_RUNNING = re.compile(r"^(mockbroker serve|python -m mockbroker serve|make run\b"
+LONG_RUNNING = re.compile(r"^([A-Z][A-Z0-9_]*=\S+ )*(mockbroker serve|python -m mockbroker serve|make run\b"
                           r"|mockbroker scenario run (?!.*(--app|--exec)))")
 WAIT_S = 90
 # what librdkafka logs when a client outlives its broker: a connection closed or refused (log.connection.close);
@@ -192,7 +197,8 @@ def _start(line: str, cwd: Path, ports: dict[str, str]) -> subprocess.Popen[str]
         cwd = ROOT
     elif not re.search(r"--port|--listeners", line) and "serve" in line:
         line += " --port 0"
-    proc = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=cwd, env=_env(), text=True,
+    assignments, command = re.match(r"^((?:[A-Z][A-Z0-9_]*=\S+ )*)(.*)$", line).groups()  # type: ignore[union-attr]
+    proc = subprocess.Popen(["bash", "-c", f"{assignments}exec {command}"], cwd=cwd, env=_env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     seen = []
     assert proc.stdout is not None
@@ -268,6 +274,37 @@ def test_docker_line(line: str) -> None:
         assert (ROOT / named).is_file(), f"{line!r} names {named}, which does not exist"
     pytest.skip("no Docker engine here: tests/test_dockerfile.py lints the Dockerfile (hadolint) and runs its "
                 "entrypoint, command and healthcheck outside a container")
+
+
+# --- compose files ---------------------------------------------------------------------------------------
+
+YAML_FENCE = re.compile(r"^```yaml[ \t]*\n(.*?)^```", re.S | re.M)
+
+
+def _compose_blocks() -> list:
+    import yaml
+
+    params = []
+    for page in PAGES:
+        text = page.read_text()
+        for m in YAML_FENCE.finditer(text):
+            doc = yaml.safe_load(m.group(1))
+            if isinstance(doc, dict) and isinstance(doc.get("services"), dict):
+                line = text[:m.start()].count("\n") + 1
+                params.append(pytest.param(doc, id=f"{_name(page)}:{line}", marks=[pytest.mark.clients]))
+    return params
+
+
+@pytest.mark.parametrize("compose", _compose_blocks())
+def test_compose_block(compose: dict) -> None:
+    from tests.compose_services import compose_up
+
+    with compose_up(compose) as (services, _ports):
+        for name, served in services.items():
+            health = served.healthy()
+            assert health.returncode == 0, f"service {name}: {health.stderr}"
+    if not services:
+        pytest.skip("no mockbroker service in this compose file (a 'before' file): nothing of ours to run")
 
 
 # --- the runner itself, and the site ----------------------------------------------------------------------

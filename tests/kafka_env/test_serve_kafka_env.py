@@ -7,12 +7,9 @@ variable is one line and exit status 2."""
 from __future__ import annotations
 
 import os
-import re
-import signal
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +18,8 @@ import pytest
 import yaml
 
 from mockbroker.client import KafkaClient
+from tests.compose_services import Served, compose_up, free_port, moved
+from tests.compose_services import serve as served_by
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -29,70 +28,10 @@ MOCKBROKER = [sys.executable, "-m", "mockbroker", "serve"]
 pytestmark = pytest.mark.clients
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def moved(env: Mapping[str, str], hosts: tuple[str, ...], ports: dict[int, int]) -> dict[str, str]:
-    """``env`` with each fixed port given a free one (the same one everywhere it appears) and the compose hosts
-    named 127.0.0.1."""
-    def port(match: re.Match[str]) -> str:
-        number = int(match.group(1))
-        if number not in ports:
-            ports[number] = free_port()
-        return f":{ports[number]}"
-
-    out = {}
-    for key, value in env.items():
-        value = re.sub(r":(\d{4,5})\b", port, str(value))
-        for host in hosts:
-            value = re.sub(rf"(?<=[/@,]){re.escape(host)}(?=:)|^{re.escape(host)}(?=:)", "127.0.0.1", value)
-        out[key] = value
-    return out
-
-
-class Served:
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.proc = proc
-        self.lines: list[str] = []
-        self.log: list[str] = []
-        self._stderr = threading.Thread(target=self._drain, daemon=True)
-        self._stderr.start()
-
-    def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.log.append(line.rstrip("\n"))
-
-    def read_until(self, prefix: str) -> str:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:  # bounded by the process: a start that fails ends stdout
-            self.lines.append(line.strip())
-            if line.startswith(prefix):
-                return line.strip().split("=", 1)[1]
-        raise AssertionError(f"no {prefix} line: {self.lines} {self.log}")
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(20)
-        self._stderr.join(5)
-        return code
-
-
 @contextmanager
 def serve(env: Mapping[str, str], *flags: str) -> Iterator[Served]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "SCHEMA_REGISTRY_", "MOCKBROKER_"))}
-    full.update(env)
-    proc = subprocess.Popen([*MOCKBROKER, "--kafka-env", *flags], env=full, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    served = Served(proc)
-    try:
+    with served_by(env, [*MOCKBROKER, "--kafka-env", *flags]) as served:
         yield served
-    finally:
-        assert served.stop() == 0, served.log
 
 
 def test_the_single_node_example_serves_its_listeners_and_configs() -> None:
@@ -212,27 +151,15 @@ def test_the_compose_replacement_file_runs_as_its_two_services() -> None:
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 
-    from tests.test_dockerfile import image_env
-
     compose = yaml.safe_load((ROOT / "docker" / "compose.kafka-replacement.yaml").read_text())
-    hosts = tuple(compose["services"])
-    ports: dict[int, int] = {}
-    image = {**image_env(), "MOCKBROKER_HOST": "127.0.0.1", "MOCKBROKER_CONTROL_HOST": "127.0.0.1",
-             "MOCKBROKER_SCHEMA_REGISTRY_HOST": "127.0.0.1", "MOCKBROKER_CONTROL_PORT": str(free_port()),
-             "MOCKBROKER_SCHEMA_REGISTRY_PORT": str(free_port())}
-    assert image["MOCKBROKER_KAFKA_ENV"] == "true"
-    broker_env = {**image, **moved(compose["services"]["broker"]["environment"], hosts, ports)}
-    registry_env = {**image, **moved(compose["services"]["schema-registry"]["environment"], hosts, ports)}
-    listeners = registry_env["SCHEMA_REGISTRY_LISTENERS"]
-    registry_env["SCHEMA_REGISTRY_LISTENERS"] = listeners.replace("0.0.0.0", "127.0.0.1")  # loopback only in tests
     schema = '{"type": "record", "name": "Order", "fields": [{"name": "id", "type": "int"}]}'
-    with serve(broker_env) as broker, serve(registry_env) as registry:
-        bootstrap = broker.read_until("listener.PLAINTEXT_HOST=")
-        url = registry.read_until("schema.registry.url=")
-        assert url == f"http://127.0.0.1:{ports[8081]}"
-        for env in (broker_env, registry_env):
-            health = subprocess.run([sys.executable, "-m", "mockbroker.healthcheck"],
-                                    env={**env, "PATH": os.environ["PATH"]}, capture_output=True, text=True, timeout=30)
+    with compose_up(compose) as (services, ports):
+        assert services["broker"].env["MOCKBROKER_KAFKA_ENV"] == "true"  # the image's
+        bootstrap = services["broker"].read_until("listener.PLAINTEXT_HOST=")
+        url = f"http://127.0.0.1:{ports[8081]}"
+        assert services["schema-registry"].lines == [f"schema.registry.url={url}"]
+        for served in services.values():
+            health = served.healthy()
             assert health.returncode == 0, health.stderr
         client = SchemaRegistryClient({"url": url})
         common = {"bootstrap.servers": bootstrap, "broker.address.family": "v4"}
