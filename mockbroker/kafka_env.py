@@ -162,6 +162,9 @@ def read_env(env: Mapping[str, str]) -> KafkaEnv:
             raise KafkaEnvError(f"{variable}: {name} is gone from Kafka: use KAFKA_LISTENERS and "
                                 "KAFKA_ADVERTISED_LISTENERS (as the images say)")
         raw[name] = (variable, env[variable])
+    for variable in sorted(env):  # cp-kafka / cp-server's own: confluent.support.*, the metrics reporter
+        if variable.startswith("CONFLUENT_"):
+            out.not_needed.append((variable, "a Confluent Server feature"))
     if env.get("CLUSTER_ID"):
         out.kafka_given = True
         out.configs["cluster.id"] = env["CLUSTER_ID"]

@@ -6,6 +6,7 @@ variable is one line and exit status 2."""
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
 import subprocess
@@ -24,6 +25,7 @@ from tests.compose_services import serve as served_by
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 EXAMPLES = yaml.safe_load((HERE / "apache_examples.yaml").read_text())
+CP_ALL_IN_ONE = yaml.safe_load((HERE / "cp_all_in_one.yaml").read_text())
 MOCKBROKER = [sys.executable, "-m", "mockbroker", "serve"]
 pytestmark = pytest.mark.clients
 
@@ -143,16 +145,40 @@ def test_a_registry_whose_cluster_never_answers_gives_up_in_one_line() -> None:
                            "no answer within 0.6 s (kafkastore.init.timeout.ms): "), result.stderr
 
 
-def test_the_compose_replacement_file_runs_as_its_two_services() -> None:
-    """docker/compose.kafka-replacement.yaml: the broker and the schema-registry services, each the image's
-    entrypoint as a process with the image's environment and the service's; an Avro record through both, and the
-    registry's schema kept in the broker's _schemas topic."""
+def avro_round_trip(bootstrap: str, url: str, topic: str) -> list[bytes]:
+    """One Avro record through SerializingProducer and DeserializingConsumer (confluent-kafka's Schema Registry
+    client at ``url``); the keys of ``_schemas`` on the cluster after it."""
     from confluent_kafka import DeserializingConsumer, SerializingProducer
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 
-    compose = yaml.safe_load((ROOT / "docker" / "compose.kafka-replacement.yaml").read_text())
     schema = '{"type": "record", "name": "Order", "fields": [{"name": "id", "type": "int"}]}'
+    client = SchemaRegistryClient({"url": url})
+    common = {"bootstrap.servers": bootstrap, "broker.address.family": "v4"}
+    producer = SerializingProducer({**common, "value.serializer": AvroSerializer(client, schema)})
+    producer.produce(topic, value={"id": 7})
+    assert producer.flush(15) == 0
+    del producer  # (librdkafka's client ends before the broker it talks to)
+    consumer = DeserializingConsumer({**common, "group.id": "g", "auto.offset.reset": "earliest",
+                                      "value.deserializer": AvroDeserializer(client)})
+    consumer.subscribe([topic])
+    got = None
+    for _ in range(30):
+        got = consumer.poll(1)
+        if got is not None and got.error() is None:
+            break
+    consumer.close()
+    assert got is not None and got.value() == {"id": 7}
+    with KafkaClient(bootstrap.replace("localhost", "127.0.0.1")) as kafka:
+        end = kafka.latest_offset("_schemas", 0)
+        return [bytes(r.key or b"") for b in kafka.read_all("_schemas", 0, 0, end) for r in b.records]
+
+
+def test_the_compose_replacement_file_runs_as_its_two_services() -> None:
+    """docker/compose.kafka-replacement.yaml: the broker and the schema-registry services, each the image's
+    entrypoint as a process with the image's environment and the service's; an Avro record through both, and the
+    registry's schema kept in the broker's _schemas topic."""
+    compose = yaml.safe_load((ROOT / "docker" / "compose.kafka-replacement.yaml").read_text())
     with compose_up(compose) as (services, ports):
         assert services["broker"].env["MOCKBROKER_KAFKA_ENV"] == "true"  # the image's
         bootstrap = services["broker"].read_until("listener.PLAINTEXT_HOST=")
@@ -161,24 +187,27 @@ def test_the_compose_replacement_file_runs_as_its_two_services() -> None:
         for served in services.values():
             health = served.healthy()
             assert health.returncode == 0, health.stderr
-        client = SchemaRegistryClient({"url": url})
-        common = {"bootstrap.servers": bootstrap, "broker.address.family": "v4"}
-        producer = SerializingProducer({**common, "value.serializer": AvroSerializer(client, schema)})
-        producer.produce("orders", value={"id": 7})
-        assert producer.flush(15) == 0
-        consumer = DeserializingConsumer({**common, "group.id": "g", "auto.offset.reset": "earliest",
-                                          "value.deserializer": AvroDeserializer(client)})
-        consumer.subscribe(["orders"])
-        got = None
-        for _ in range(30):
-            got = consumer.poll(1)
-            if got is not None and got.error() is None:
-                break
-        consumer.close()
-        assert got is not None and got.value() == {"id": 7}
+        keys = avro_round_trip(bootstrap, url, "orders")
         with KafkaClient(bootstrap.replace("localhost", "127.0.0.1")) as kafka:
             assert kafka.topics()["orders"] == 3  # KAFKA_NUM_PARTITIONS
-            end = kafka.latest_offset("_schemas", 0)
-            keys = [r.key for b in kafka.read_all("_schemas", 0, 0, end) for r in b.records]
-            del producer  # (librdkafka's client ends before the broker it talks to)
-        assert any(b'"subject":"orders-value"' in bytes(key or b"") for key in keys), keys
+    assert any(b'"subject":"orders-value"' in key for key in keys), keys
+
+
+@pytest.mark.parametrize("variant", list(CP_ALL_IN_ONE))
+def test_confluents_cp_all_in_one_broker_and_registry_with_the_image_lines_changed(variant: str) -> None:
+    """cp-kafka's (community) and cp-server's variables, and cp-schema-registry's, from Confluent's compose files."""
+    compose = copy.deepcopy(CP_ALL_IN_ONE[variant])
+    for service in compose["services"].values():
+        service["image"] = "mockbroker:latest"
+    with compose_up(compose) as (services, ports):
+        bootstrap = services["broker"].read_until("listener.PLAINTEXT_HOST=")
+        assert bootstrap == f"localhost:{ports[9092]}"
+        with KafkaClient(f"127.0.0.1:{ports[29092]}") as inside:  # PLAINTEXT://broker:29092, the network's side
+            assert list(inside.cluster.brokers.values()) == [("127.0.0.1", ports[29092])]
+        keys = avro_round_trip(bootstrap, f"http://127.0.0.1:{ports[8081]}", "pageviews")
+    assert any(b'"subject":"pageviews-value"' in key for key in keys), keys
+    log = "\n".join(services["broker"].log)
+    assert "KAFKA_JMX_PORT" not in log.split("not needed by a mock broker: ")[-1]  # the launcher's, not a config
+    if variant == "cp-all-in-one":  # cp-server: Confluent Server's own features
+        assert "CONFLUENT_METRICS_ENABLE (a Confluent Server feature)" in log
+        assert "KAFKA_CONFLUENT_LICENSE_TOPIC_REPLICATION_FACTOR" in log
