@@ -214,7 +214,10 @@ class InProcessContainer:
         return self._id
 
     def get_logs(self) -> tuple[bytes, bytes]:
-        cluster = self.cluster
+        """One line saying the broker runs in-process (stdout) and ``b""`` (stderr)."""
+        cluster = self._cluster
+        if cluster is None:
+            raise RuntimeError(f"{type(self).__name__}.get_logs: not started (call start() or use `with`)")
         line = (f"mockbroker runs in-process (no container, no container logs): MockCluster on "
                 f"{cluster.bootstrap_servers if self._running else 'stopped'}; its journal is .cluster\n")
         return line.encode(), b""

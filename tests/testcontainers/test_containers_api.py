@@ -169,7 +169,7 @@ def test_builders_are_recorded_and_chain() -> None:
     kafka.configure()
     assert kafka.env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@broker:9094" and kafka.env["CLUSTER_ID"] == "c"
     assert kafka.get_container_info() is None
-    with pytest.raises(RuntimeError, match="not started"):
+    with pytest.raises(RuntimeError, match=r"^KafkaContainer.get_logs: not started"):
         kafka.get_logs()
     kafka.tc_start()
     kafka.reload()
