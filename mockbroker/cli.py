@@ -79,6 +79,8 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser (and, through ``add_subparsers``, every subparser) using :class:`_Formatter`,
     whose errors are one line (no usage block: ``--help`` shows it)."""
 
+    serve: argparse.ArgumentParser | None = None  # the top parser's ``serve`` subparser, when built
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
@@ -359,17 +361,27 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
         dec = sub.add_parser("decode", help="decode request frames (the bytes after the size prefix)")
         dec.add_argument("frames", nargs="+", metavar="FRAME", help="a file holding one request frame")
     if command in (None, "serve"):
-        _add_serve_parser(sub)
+        parser.serve = _add_serve_parser(sub)
     if command in (None, "scenario"):
         _add_scenario_parser(sub)
     return parser
 
 
-def _add_serve_parser(sub: Any) -> None:
-    serve = sub.add_parser("serve", help="run mock brokers until Ctrl-C",
-                           description="Options default to MOCKBROKER_* environment variables (the Docker image "
-                                       "sets them), then to the values shown. Ctrl-C or SIGTERM stops the brokers "
-                                       "(exit status 0); bad input exits with status 2.")
+def _env_flag(name: str) -> bool:
+    """A switch's default from ``$name``: true/false, 1/0, yes/no, on/off (empty: off); else one line, exit 2."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    _fail(f"mockbroker serve: error: ${name}: {raw!r} is not true or false")
+
+
+def _add_serve_parser(sub: Any) -> argparse.ArgumentParser:
+    serve: argparse.ArgumentParser = sub.add_parser(
+        "serve", help="run mock brokers until Ctrl-C",
+        description="Options default to MOCKBROKER_* environment variables (the Docker image sets them), then to the "
+                    "values shown. Ctrl-C or SIGTERM stops the brokers (exit status 0); bad input exits with status 2.")
     serve.add_argument("--brokers", type=values.broker_count, default=_env("MOCKBROKER_BROKERS", "1"),
                        help="number of brokers (default 1; $MOCKBROKER_BROKERS)")
     serve.add_argument("--host", default=os.environ.get("MOCKBROKER_HOST", "127.0.0.1"),
@@ -416,8 +428,14 @@ def _add_serve_parser(sub: Any) -> None:
                        metavar="PATH", help="when stopped, write an HTML report of what the brokers saw (topics, "
                        "records, groups, journal, fault rules) to PATH, one file that opens without a server "
                        "($MOCKBROKER_REPORT)")
+    serve.add_argument("--kafka-env", action="store_true", default=_env_flag("MOCKBROKER_KAFKA_ENV"),
+                       help="read the environment as Kafka's images do: KAFKA_* variables (KAFKA_LISTENERS, "
+                       "KAFKA_ADVERTISED_LISTENERS, KAFKA_NUM_PARTITIONS -> num.partitions, ...), CLUSTER_ID and "
+                       "cp-schema-registry's SCHEMA_REGISTRY_*; flags still win ($MOCKBROKER_KAFKA_ENV; on in the "
+                       "Docker image)")
     serve.add_argument("--log-level", default="INFO", type=values.log_level, metavar="LEVEL",
                        help=f"log level: {', '.join(values.LOG_LEVELS)} (default INFO)")
+    return serve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -443,8 +461,23 @@ def main(argv: list[str] | None = None) -> int:
         from mockbroker.scenarios import cli as scenario_cli  # YAML and JSON schema only when needed
 
         return scenario_cli.main(args)
+    kafka_env = None
+    if args.kafka_env:  # Kafka's image conventions: the variables become flag defaults (mockbroker.cli_kafka_env)
+        from mockbroker import cli_kafka_env
+
+        logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        kafka_env = cli_kafka_env.read(os.environ)
+        special = cli_kafka_env.special_service(kafka_env)
+        if special is not None:
+            return special
+        assert isinstance(parser, _Parser) and parser.serve is not None
+        parser.serve.set_defaults(**cli_kafka_env.serve_defaults(kafka_env, []))
+        args = parser.parse_args(argv)
+        cli_kafka_env.announce(kafka_env)
     cluster = _check_serve(args)  # every flag checked before anything listens
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if kafka_env is not None and kafka_env.registry is not None:
+        cluster.registry_compatibility = kafka_env.registry.compatibility
     _raise_open_files_limit()  # one descriptor per client connection
     uvloop: ModuleType | None
     try:

@@ -40,6 +40,8 @@ class RegistryMixin:
 
     schema_registry: SchemaRegistry | None
     _registry_options: tuple[str, int | None]
+    # the registry's default level (cp-schema-registry's schema.compatibility.level, from serve --kafka-env)
+    registry_compatibility: str | None = None
     state: ClusterState
     _loop: asyncio.AbstractEventLoop | None
 
@@ -62,6 +64,7 @@ class RegistryMixin:
         if missing:
             raise RuntimeError(missing)
         self.schema_registry = SchemaRegistry(lambda: ensure_topic(self.state), self.bootstrap_servers, host, port)
+        self.schema_registry.default_compatibility(self.registry_compatibility)
         try:
             await self.schema_registry.start()
         except OSError as exc:

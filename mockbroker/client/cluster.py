@@ -80,6 +80,15 @@ class KafkaClient:
                 errors.append(str(exc))
         raise BrokerError("; ".join(errors))
 
+    def request_any(self, api_key: int, version: int, body: Any) -> Any:
+        """One request to any broker (an admin request a broker forwards to its controller, as Kafka's do)."""
+        conn = self._any()
+        try:
+            return conn.request(api_key, version, body)
+        finally:
+            if conn not in self._connections.values():
+                conn.close()
+
     def broker(self, node_id: int) -> Connection:
         conn = self._connections.get(node_id)
         if conn is None:

@@ -71,6 +71,7 @@ class SchemaRegistry(HttpSite):
     def __init__(self, create_topic: Callable[[], Any], bootstrap: str, host: str = "127.0.0.1",
                  port: int = 0) -> None:
         super().__init__(web.Application(middlewares=[_faults_and_errors], client_max_size=MAX_BODY_BYTES), host, port)
+        self.compatibility: str | None = None  # cp-schema-registry's schema.compatibility.level: the default level
         self.state = RegistryState()
         self.store = SchemasTopic(bootstrap)
         self.faults: list[RegistryFault] = []
@@ -108,8 +109,16 @@ class SchemaRegistry(HttpSite):
     def reset(self) -> None:
         """Forget every subject, schema, level, mode and fault (the cluster was reset); listen on."""
         self.state = RegistryState()
+        self.default_compatibility(self.compatibility)
         self.faults = []
         self._create_topic()
+
+    def default_compatibility(self, level: str | None) -> None:
+        """The level subjects without their own have, and the global one returns to (Confluent's
+        ``schema.compatibility.level``; BACKWARD when None)."""
+        self.compatibility = level
+        if level is not None:
+            self.state.levels.default = self.state.levels.value = level
 
 
 def ensure_topic(state: Any) -> None:
