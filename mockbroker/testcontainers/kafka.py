@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from mockbroker.cluster import MockCluster
 from mockbroker.errors import KafkaError
-from mockbroker.kafka_env import read_env
+from mockbroker.kafka_env import KAFKA_PREFIX, KafkaEnvError, read_env, variable_name
 from mockbroker.testcontainers.container import HOST, InProcessContainer, log, say_once
 
 LIMIT_BROKER_ENV_VAR = "TC_KAFKA_LIMIT_BROKER_TO_FIRST_HOST"
@@ -43,14 +43,6 @@ def _port_of(address: str) -> int:
         assert port is not None
         return port
     return int(address.rsplit(":", 1)[1])
-
-
-def _variable_of(config_name: str, env: dict[str, Any]) -> str | None:
-    """The KAFKA_ variable of ``env`` that gave ``config_name``, if any."""
-    for variable in env:
-        if variable.startswith("KAFKA_") and variable[6:].lower().replace("_", ".") == config_name:
-            return variable
-    return None
 
 
 class KafkaContainer(InProcessContainer):
@@ -131,7 +123,10 @@ class KafkaContainer(InProcessContainer):
                  f"runs in-process on {HOST} at a free port (get_bootstrap_server() gives it)")
         self.configure()
         env = {str(key): str(value) for key, value in self.env.items()}
-        found = read_env(env)  # KafkaEnvError (a ValueError, one line) for an unknown KAFKA_ variable
+        try:
+            found = read_env(env)
+        except KafkaEnvError as exc:  # a ValueError, one line: an unknown KAFKA_ variable or a refused value
+            raise KafkaEnvError(f"KafkaContainer: {exc}") from None
         for variable, why in found.not_needed:
             log.debug("KafkaContainer: %s not needed in-process: %s", variable, why)
         configs = dict(found.configs)
@@ -146,7 +141,9 @@ class KafkaContainer(InProcessContainer):
         text = exc.message or str(exc)
         for name in configs:
             if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w.])", text):
-                variable = _variable_of(name, self.env) or ("CLUSTER_ID" if name == "cluster.id" else name)
+                variable = variable_name(name, KAFKA_PREFIX)
+                if variable not in self.env:
+                    variable = "CLUSTER_ID" if name == "cluster.id" else name
                 return f"KafkaContainer: {variable}: {text}"
         return f"KafkaContainer: {text}"
 
