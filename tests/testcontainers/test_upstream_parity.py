@@ -1,84 +1,105 @@
-"""test_kafka_module.py is testcontainers-python's own Kafka module tests but for the import lines.
+"""mockbroker.testcontainers against testcontainers-python's source: every public method and constructor argument of
+their KafkaContainer, RedpandaContainer, DockerContainer and Network is ours too, and test_kafka_module.py uses only
+names their module has (so it runs against testcontainers with its import line put back).
 
-Read from the mirror of testcontainers-python (the blobs named in test_kafka_module.py's docstring); skipped,
-saying why, where the mirror or git is absent.  Compared as syntax trees: every upstream function is in our
-module as written, our module defines nothing else, and its imports are upstream's with every name
-imported from ``testcontainers.*`` imported from ``mockbroker.testcontainers`` instead.
+Their source is read from the mirror of testcontainers-python (the fetch tool's copy); skipped, saying why, where
+the mirror or git is absent.  Parsed, never imported (it needs Docker's client libraries).
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-import mockbroker.testcontainers
+import mockbroker.testcontainers as ours
+from mockbroker.testcontainers.container import InProcessContainer
 
 MIRROR = Path("/work/.mirror/testcontainers+testcontainers-python/repo")
-UPSTREAM = {  # path in testcontainers-python -> the git blob test_kafka_module.py was written from
-    "tests/community/kafka/test_kafka.py": "4bec6950f4ac05d1717f63fa4d5000f19237b178",
-    "tests/community/kafka/test_redpanda.py": "385f98713e29e422a59ba9942dd75735d5192505",
-}
-OURS = Path(__file__).with_name("test_kafka_module.py")
+SOURCES = {"kafka": "src/testcontainers/community/kafka/__init__.py",
+           "redpanda": "src/testcontainers/community/kafka/_redpanda.py",
+           "container": "src/testcontainers/core/container.py",
+           "network": "src/testcontainers/core/network.py"}
+MODULE_TEST = Path(__file__).with_name("test_kafka_module.py")
 
 
-def _upstream(blob: str) -> str:
+def _source(name: str) -> ast.Module:
     if shutil.which("git") is None:
-        pytest.skip("git is not installed: cannot read testcontainers-python's tests")
+        pytest.skip("git is not installed: cannot read testcontainers-python's source")
     if not MIRROR.is_dir():
         pytest.skip(f"no mirror of testcontainers-python at {MIRROR}: nothing to compare with")
-    done = subprocess.run(["git", "-C", str(MIRROR), "cat-file", "-p", blob], capture_output=True, text=True,
-                          timeout=30, check=False)
+    done = subprocess.run(["git", "-C", str(MIRROR), "show", f"HEAD:{SOURCES[name]}"], capture_output=True,
+                          text=True, timeout=30, check=False)
     if done.returncode != 0:
-        pytest.skip(f"blob {blob} is not in the mirror at {MIRROR}: {done.stderr.strip()}")
-    return done.stdout
+        pytest.skip(f"{SOURCES[name]} is not in the mirror: {done.stderr.strip()}")
+    return ast.parse(done.stdout)
 
 
-def _imports(tree: ast.Module) -> set[tuple[str, str, str | None]]:
-    """(module, name, alias) of every top-level import."""
-    found: set[tuple[str, str, str | None]] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            found |= {(alias.name, "", alias.asname) for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            found |= {(node.module or "", alias.name, alias.asname) for alias in node.names}
-    return found
+def _class(tree: ast.Module, name: str) -> ast.ClassDef:
+    return next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name)
 
 
-def _definitions(tree: ast.Module) -> dict[str, str]:
-    return {node.name: ast.dump(node) for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+def _public(cls: ast.ClassDef) -> set[str]:
+    """Public methods and properties, and the attributes __init__ sets."""
+    names = {node.name for node in cls.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            for target in ast.walk(node):
+                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id == "self" and isinstance(target.ctx, ast.Store)
+                        and not target.attr.startswith("_")):
+                    names.add(target.attr)
+    return names
 
 
-def _other_statements(tree: ast.Module) -> list[str]:
-    """Top-level statements that are neither imports, definitions nor the module docstring."""
-    body = tree.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    return [ast.unparse(node) for node in body if not isinstance(node, kinds)]
+def _arguments(cls: ast.ClassDef) -> list[str]:
+    init = next(node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__")
+    return [arg.arg for arg in init.args.args[1:] + init.args.kwonlyargs]
 
 
-def test_only_the_imports_differ_from_testcontainers_tests() -> None:
-    ours = ast.parse(OURS.read_text(encoding="utf-8"))
-    upstream = [ast.parse(_upstream(blob), path) for path, blob in UPSTREAM.items()]
-    our_definitions = _definitions(ours)
-    upstream_definitions: dict[str, str] = {}
-    for tree in upstream:
-        upstream_definitions.update(_definitions(tree))
-    assert our_definitions == upstream_definitions
-    assert _other_statements(ours) == [] and all(_other_statements(tree) == [] for tree in upstream)
+@pytest.mark.parametrize(("source", "theirs", "mine"), [
+    ("kafka", "KafkaContainer", ours.KafkaContainer),
+    ("redpanda", "RedpandaContainer", ours.RedpandaContainer),
+    ("container", "DockerContainer", ours.KafkaContainer),
+    ("container", "DockerContainer", ours.RedpandaContainer),
+    ("network", "Network", ours.Network),
+])
+def test_every_public_method_and_argument_is_ours_too(source: str, theirs: str, mine: type) -> None:
+    cls = _class(_source(source), theirs)
+    missing = sorted(name for name in _public(cls) if not hasattr(mine, name) and name not in vars(_instance(mine)))
+    assert not missing, f"{mine.__name__} lacks {theirs}'s {missing}"
+    # DockerContainer's own arguments reach our base class through the subclasses' **kwargs
+    target = InProcessContainer if theirs == "DockerContainer" else mine
+    accepted = inspect.signature(target.__init__).parameters
+    absent = [name for name in _arguments(cls) if name not in accepted]
+    assert not absent, f"{target.__name__}() does not take {theirs}'s {absent}"
 
-    expected: set[tuple[str, str, str | None]] = set()
-    for tree in upstream:
-        for module, name, alias in _imports(tree):
-            renamed = module == "testcontainers" or module.startswith("testcontainers.")
-            expected.add(("mockbroker.testcontainers", name, alias) if renamed else (module, name, alias))
-    assert _imports(ours) == expected
-    served = {name for module, name, _ in expected if module == "mockbroker.testcontainers"}
-    assert served == {"KafkaContainer", "RedpandaContainer", "Network", "kafka_config"}
-    assert served <= set(mockbroker.testcontainers.__all__)
 
+def _instance(cls: type) -> object:
+    return cls()
+
+
+def test_the_module_test_uses_only_testcontainers_names() -> None:
+    tree = ast.parse(MODULE_TEST.read_text(encoding="utf-8"))
+    imported = {alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+                and node.module == "mockbroker.testcontainers" for alias in node.names}
+    assert imported == {"KafkaContainer", "RedpandaContainer", "Network", "kafka_config"}
+    mentions = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                and "mockbroker" in (getattr(n, "module", None) or "".join(a.name for a in n.names))]
+    assert len(mentions) == 1  # the one import line a user changes
+    kafka_module = _source("kafka")
+    exported = {elt.value for node in kafka_module.body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name) and target.id == "__all__"
+                for elt in node.value.elts if isinstance(elt, ast.Constant)}  # type: ignore[attr-defined]
+    assert imported - {"Network"} <= exported
+    assert any(isinstance(n, ast.ClassDef) and n.name == "Network" for n in _source("network").body)
+    known = (_public(_class(_source("kafka"), "KafkaContainer")) | _public(_class(_source("redpanda"),
+             "RedpandaContainer")) | _public(_class(_source("container"), "DockerContainer"))
+             | _public(_class(_source("network"), "Network")) | {"limit_broker_to_first_host"})
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name) and node.value.id in ("kafka", "redpanda", "network", "kafka_config")}
+    assert used and used <= known, sorted(used - known)
