@@ -1,0 +1,47 @@
+"""@mock_kafka on async tests: aiokafka's and confluent-kafka's asyncio clients are redirected, and the
+cluster is the decorator's (``.cluster`` inside the coroutine) or ``async with``'s."""
+
+from __future__ import annotations
+
+import gc
+
+import confluent_kafka.aio
+import pytest
+
+from mockbroker import mock_kafka
+from mockbroker.cluster import MockCluster
+from mockbroker.redirect import active_cluster
+from tests.mock_kafka import app_orders
+
+pytestmark = pytest.mark.clients
+
+AIO = mock_kafka(topics={"orders-aio": 1}, schema_registry=False)
+
+
+def records(cluster: MockCluster, topic: str) -> int:
+    return cluster.call(lambda: sum(p.high_watermark for p in cluster.state.topics[topic].partitions))
+
+
+@AIO
+async def test_aiokafka_app() -> None:
+    values = [b"a-1", b"a-2"]
+    await app_orders.produce_aiokafka("orders-aio", values)
+    assert await app_orders.consume_aiokafka("orders-aio", "aio-billing", 2) == values
+    assert AIO.cluster is active_cluster()
+    assert records(AIO.cluster, "orders-aio") == 2
+    assert AIO.cluster.journal.entries(api="Produce", client_id="orders-aiokafka")
+
+
+async def test_async_with_and_confluent_aio_producer() -> None:
+    async with mock_kafka(topics={"aio-confluent": 1}, schema_registry=False) as cluster:
+        producer = confluent_kafka.aio.AIOProducer({"bootstrap.servers": app_orders.BOOTSTRAP,
+                                                    "security.protocol": "SSL", "linger.ms": 1})
+        try:
+            delivery = await producer.produce("aio-confluent", value=b"v")
+            await producer.flush()  # (else the batch waits for its buffer_timeout)
+            assert (await delivery).error() is None
+        finally:
+            await producer.close()
+        del producer
+        gc.collect()  # its librdkafka handle goes now, before the cluster stops
+        assert records(cluster, "aio-confluent") == 1
