@@ -78,3 +78,53 @@ def test_the_decorated_function_keeps_its_name_and_arguments() -> None:
         return order, express
 
     assert place.__name__ == "place" and place(7, express=True) == (7, True)
+
+
+def test_pytest_fixtures_pass_through_the_decorator(tmp_path) -> None:
+    @mock_kafka
+    def uses(tmp_path) -> bool:
+        return tmp_path.is_dir()
+
+    assert uses(tmp_path)
+
+
+ADMIN = mock_kafka(topics={"stock": 2}, schema_registry=False)
+
+
+@ADMIN
+def test_admin_clients_see_the_mock_cluster() -> None:
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaAdminClient
+
+    confluent_admin = AdminClient({"bootstrap.servers": app_orders.BOOTSTRAP, **app_orders.SECURITY})
+    assert "stock" in confluent_admin.list_topics(timeout=10).topics
+    python_admin = KafkaAdminClient(bootstrap_servers=app_orders.BOOTSTRAP, security_protocol="SSL")
+    try:
+        assert "stock" in python_admin.list_topics()
+    finally:
+        python_admin.close()
+
+
+@mock_kafka(topics={"tasks": 1}, schema_registry=False)
+def test_a_share_consumer_is_redirected() -> None:
+    from confluent_kafka import ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": app_orders.BOOTSTRAP})  # the group reads from the start
+    resource = ConfigResource(ResourceType.GROUP, "workers", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(10)
+    app_orders.produce_confluent("tasks", [b"task-1"])
+    consumer = ShareConsumer({"bootstrap.servers": app_orders.BOOTSTRAP, "group.id": "workers",
+                              **app_orders.SECURITY})
+    consumer.subscribe(["tasks"])
+    try:
+        got = None
+        for _ in range(40):  # bounded: 40 polls of at most 0.5 s
+            got = next((m for m in consumer.poll(0.5) if not m.error()), None)
+            if got is not None:
+                break
+        assert got is not None and got.value() == b"task-1"
+    finally:
+        consumer.close()

@@ -45,3 +45,14 @@ async def test_async_with_and_confluent_aio_producer() -> None:
         del producer
         gc.collect()  # its librdkafka handle goes now, before the cluster stops
         assert records(cluster, "aio-confluent") == 1
+
+
+@mock_kafka
+async def test_the_async_schema_registry_client_is_redirected() -> None:
+    from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, Schema
+
+    client = AsyncSchemaRegistryClient({"url": app_orders.REGISTRY, "basic.auth.user.info": "k:s"})
+    schema_id = await client.register_schema("orders-value", Schema(app_orders.ORDER_SCHEMA, "AVRO"))
+    assert await client.get_subjects() == ["orders-value"]
+    cluster = mock_kafka.cluster
+    assert cluster.schema_registry is not None and schema_id >= 1

@@ -5,6 +5,8 @@ thread is redirected, the INFO line names the redirected classes, and bad argume
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 
 import aiokafka
@@ -171,3 +173,25 @@ def test_bad_arguments_get_one_line() -> None:
         mock_kafka(cluster=MockCluster(), brokers=2)
     with pytest.raises(RuntimeError, match="not active here"):
         _ = mock_kafka().cluster
+
+
+def test_the_cluster_keyword_redirects_to_a_running_cluster() -> None:
+    with MockCluster(topics={"kept": 1}) as running:
+        with mock_kafka(cluster=running, schema_registry=False) as got:
+            assert got is running
+            produce("kept")
+        assert running.brokers  # left running
+        produce("kept", running.bootstrap_servers)
+        assert records(running, "kept") == 2
+    assert_restored()
+
+
+def test_import_mockbroker_stays_cheap() -> None:
+    check = ("import sys, mockbroker\n"
+             "assert 'mockbroker.redirect' not in sys.modules and 'mockbroker.cluster' not in sys.modules\n"
+             "from mockbroker import mock_kafka\n"
+             "from mockbroker.redirect import MockKafka\n"
+             "assert isinstance(mock_kafka, MockKafka) and mockbroker.mock_kafka is mock_kafka\n"
+             "assert 'confluent_kafka' not in sys.modules  # the libraries load when activated\n")
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
