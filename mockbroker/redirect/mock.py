@@ -55,6 +55,18 @@ def registry_unavailable() -> str | None:
     return missing_extra()
 
 
+def plaintext_bootstrap(cluster: MockCluster) -> str:
+    """The bootstrap servers of the cluster's first PLAINTEXT listener, where the redirected clients (their
+    security settings dropped) can connect; ValueError when it has none."""
+    listeners = cluster.security.listeners
+    plain = next((spec for spec in listeners if spec.protocol == "PLAINTEXT"), None)
+    if plain is None:
+        raise ValueError(f"mock_kafka: the cluster has no PLAINTEXT listener (listeners: "
+                         f"{', '.join(f'{s.name}={s.protocol}' for s in listeners)}), and the redirected clients "
+                         f"connect in PLAINTEXT (their security settings are dropped)")
+    return cluster.bootstrap_for(plain.name)
+
+
 def check_options(options: dict[str, Any]) -> None:
     """TypeError / ValueError (one line, naming the nearest keyword) unless the options are usable."""
     for name in options:
@@ -178,7 +190,7 @@ class MockKafka:
                 cluster.enable_schema_registry(0 if choice is True else int(choice))
             why = "" if choice is not False else ("schema_registry=False" if "schema_registry" in self.options
                                                   else registry_unavailable() or "")
-            target = active.Target(cluster, cluster.bootstrap_servers, cluster.schema_registry_url, why)
+            target = active.Target(cluster, plaintext_bootstrap(cluster), cluster.schema_registry_url, why)
             active.push(target, patches.install)
         except BaseException:
             if owned:

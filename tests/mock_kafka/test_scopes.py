@@ -195,3 +195,16 @@ def test_import_mockbroker_stays_cheap() -> None:
              "assert 'confluent_kafka' not in sys.modules  # the libraries load when activated\n")
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_cluster_without_a_plaintext_listener_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^mock_kafka: the cluster has no PLAINTEXT listener \(listeners: "
+                                         r"SASL_PLAINTEXT=SASL_PLAINTEXT\)"):
+        with mock_kafka(listeners="SASL_PLAINTEXT://127.0.0.1:0", sasl_users={"alice": "pw"},
+                        config={"sasl.enabled.mechanisms": "PLAIN"}, schema_registry=False):
+            pass
+    assert_restored()
+    with mock_kafka(listeners="SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0", sasl_users={"alice": "pw"},
+                    config={"sasl.enabled.mechanisms": "PLAIN"}, schema_registry=False) as cluster:
+        produce("through-plaintext")  # the second listener, the PLAINTEXT one
+        assert records(cluster, "through-plaintext") == 1
