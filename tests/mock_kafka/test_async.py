@@ -4,6 +4,7 @@ cluster is the decorator's (``.cluster`` inside the coroutine) or ``async with``
 from __future__ import annotations
 
 import gc
+import logging
 
 import confluent_kafka.aio
 import pytest
@@ -32,7 +33,8 @@ async def test_aiokafka_app() -> None:
     assert AIO.cluster.journal.entries(api="Produce", client_id="orders-aiokafka")
 
 
-async def test_async_with_and_confluent_aio_producer() -> None:
+async def test_async_with_and_confluent_aio_clients(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="mockbroker.mock_kafka")
     async with mock_kafka(topics={"aio-confluent": 1}, schema_registry=False) as cluster:
         producer = confluent_kafka.aio.AIOProducer({"bootstrap.servers": app_orders.BOOTSTRAP,
                                                     "security.protocol": "SSL", "linger.ms": 1})
@@ -42,9 +44,24 @@ async def test_async_with_and_confluent_aio_producer() -> None:
             assert (await delivery).error() is None
         finally:
             await producer.close()
-        del producer
-        gc.collect()  # its librdkafka handle goes now, before the cluster stops
+        consumer = confluent_kafka.aio.AIOConsumer({"bootstrap.servers": app_orders.BOOTSTRAP, "group.id": "aio",
+                                                    "auto.offset.reset": "earliest", "sasl.mechanism": "PLAIN"})
+        try:
+            await consumer.subscribe(["aio-confluent"])
+            message = None
+            for _ in range(40):  # bounded: 40 polls of at most 0.5 s
+                message = await consumer.poll(0.5)
+                if message is not None and not message.error():
+                    break
+            assert message is not None and message.value() == b"v"
+        finally:
+            await consumer.close()
+        del producer, consumer
+        gc.collect()  # their librdkafka handles go now, before the cluster stops
         assert records(cluster, "aio-confluent") == 1
+    # one line per client: the Producer / Consumer each makes inside gets its rewritten config as it is
+    debug = [r.getMessage().split(" ")[1] for r in caplog.records if r.levelno == logging.DEBUG]
+    assert debug == ["confluent_kafka.aio.AIOProducer", "confluent_kafka.aio.AIOConsumer"]
 
 
 @mock_kafka
