@@ -21,6 +21,9 @@
             produce(run.bootstrap_servers)
         assert run.result.passed, run.result.report()
 
+    def test_app(mock_kafka):          # every Kafka client the test creates goes to mock_kafka (a MockCluster),
+        app.run()                      # whatever bootstrap servers it names (mockbroker.redirect)
+
     pytest --mockbroker-report=reports/     # an HTML report of each test's clusters (mockbroker.pytest_report)
 
     @pytest.mark.mockbroker(report="on-failure")    # this test's report only when it fails
@@ -142,6 +145,17 @@ def schema_registry_url(mock_cluster: MockCluster) -> str:
     """``schema.registry.url`` of a Confluent-compatible Schema Registry beside ``mock_cluster`` (the same
     cluster a test gets from ``mock_cluster`` / ``kafka_bootstrap``); needs mockbroker[schema-registry]."""
     return mock_cluster.enable_schema_registry()
+
+
+@pytest.fixture
+def mock_kafka(mock_cluster: MockCluster) -> Iterator[MockCluster]:
+    """``mock_cluster``, with every Kafka client (and Schema Registry client) the test constructs redirected
+    to it whatever servers it names, as ``with mockbroker.mock_kafka(cluster=mock_cluster):`` does (a registry
+    is started beside it when one can run here); the redirection ends before the cluster stops."""
+    from mockbroker.redirect import mock_kafka as redirect
+
+    with redirect(cluster=mock_cluster) as cluster:
+        yield cluster
 
 
 @pytest.fixture
