@@ -192,6 +192,27 @@ print("<h1>Cluster</h1>" in page, ":root" in css, "X-Console-Part" in js, ":root
     assert done.stdout.split() == ["True"] * 4, done.stderr[-2000:]
 
 
+def test_the_wheels_ways_in_work_without_any_client_library(wheel_bin: Path, elsewhere: Path) -> None:
+    """mockbroker.testcontainers, mock_kafka and serve --kafka-env in a runtime-only install (no Kafka client
+    library, no registry extra): a container starts, mock_kafka has nothing to redirect and says so."""
+    probe = """
+import logging
+from mockbroker import mock_kafka
+from mockbroker.testcontainers import KafkaContainer
+with KafkaContainer().with_env("KAFKA_NUM_PARTITIONS", "2") as kafka:
+    print(kafka.get_bootstrap_server().startswith("127.0.0.1:"), kafka.cluster.state.config["num.partitions"])
+logging.basicConfig(level="INFO", format="%(message)s")
+with mock_kafka() as cluster:
+    print(mock_kafka().redirected, bool(cluster.bootstrap_servers))
+"""
+    done = run(wheel_bin / "python", "-c", probe, cwd=elsewhere)
+    assert done.stdout.split("\n")[:2] == ["True 2", "[] True"], done.stdout + done.stderr[-2000:]
+    assert "no Kafka client library installed to redirect" in done.stderr
+    typo = run(wheel_bin / "mockbroker", "serve", "--kafka-env", cwd=elsewhere,
+               env={**os.environ, "KAFKA_NUM_PARTITONS": "3"})
+    assert typo.returncode == 2 and "did you mean KAFKA_NUM_PARTITIONS (num.partitions)?" in typo.stderr
+
+
 def test_version_from_another_directory(wheel_bin: Path, elsewhere: Path) -> None:
     done = run(wheel_bin / "mockbroker", "--version", cwd=elsewhere)
     assert (done.returncode, done.stdout, done.stderr) == (0, f"mockbroker {VERSION}\n", "")
