@@ -27,7 +27,7 @@ from mockbroker.cluster_registry import RegistryMixin, registry_port
 from mockbroker.faults.latency import check as latency_preset
 from mockbroker.faults.latency import rules as latency_rules
 from mockbroker.server.broker import BrokerServer
-from mockbroker.server.security import Security
+from mockbroker.server.security import Security, jaas_plain_users
 from mockbroker.state import broker_actions
 from mockbroker.state.acls import AclBinding, acl
 from mockbroker.state.cluster import ClusterState, Topic, no_ticker
@@ -100,8 +100,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
                                               ssl_cafile=ssl_cafile, ssl_client_auth=ssl_client_auth)
         self._make_oidc()
         self._sasl_users = dict(sasl_users or {})
-        for user, password in self._sasl_users.items():
-            self.state.credentials.add_user(user, password)
+        self._add_users(self.state)
         # what Metadata tells clients to connect to (a wildcard listen address is no place to connect to)
         self.advertised_host = advertised_host or ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host)
         self._advertised_host_given = advertised_host is not None
@@ -432,8 +431,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
             await self.broker_up_async(node_id)
         fresh = ClusterState(dict(self.state.config.values), self.state.clock)
         self._add_latency(fresh)
-        for user, password in self._sasl_users.items():
-            fresh.credentials.add_user(user, password)
+        self._add_users(fresh)
         for server in self.brokers:
             self._register(fresh, server)
             server.use_state(fresh)
@@ -442,6 +440,13 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
             fresh.create_topic(name, partitions)
         self._reset_registry()
         self._reset_oidc()
+
+    def _add_users(self, state: ClusterState) -> None:
+        """The SASL users: ``sasl_users`` (PLAIN and SCRAM), and PLAIN's listed in listeners' JAAS configs."""
+        for user, password in self._sasl_users.items():
+            state.credentials.add_user(user, password)
+        for user, password in jaas_plain_users(state.config).items():
+            state.credentials.add_plain_user(user, password)
 
     def _add_latency(self, state: ClusterState) -> None:
         """The latency preset's delay rules (``latency-1ms``, ...), first among the state's fault rules."""

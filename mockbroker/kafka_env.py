@@ -42,6 +42,7 @@ NOT_NEEDED = {
     "controller.listener.names": "the controller's listeners are not served",
     "inter.broker.listener.name": "mock brokers replicate in memory, not over a listener",
     "security.inter.broker.protocol": "mock brokers replicate in memory, not over a listener",
+    "sasl.mechanism.inter.broker.protocol": "mock brokers replicate in memory, not over a listener",
     "log.dirs": "data is kept in memory",
     "log.dir": "data is kept in memory",
     "metadata.log.dir": "data is kept in memory",
@@ -136,7 +137,7 @@ class KafkaEnv:
             if value:
                 used[key] = value
         if used:
-            lines.append("kafka-env: using " + ", ".join(f"{k}={v}" for k, v in sorted(used.items())))
+            lines.append("kafka-env: using " + ", ".join(f"{k}={shown(k, v)}" for k, v in sorted(used.items())))
         if self.registry is not None:
             lines.append(f"kafka-env: schema registry on {self.registry.host}:{self.registry.port}"
                          + (f" (compatibility {self.registry.compatibility})" if self.registry.compatibility else ""))
@@ -144,6 +145,16 @@ class KafkaEnv:
             lines.append("kafka-env: not needed by a mock broker: "
                          + "; ".join(f"{var} ({why})" for var, why in self.not_needed))
         return lines
+
+
+def shown(name: str, value: str) -> str:
+    """A config's value for a log line: a sensitive one (a password, a JAAS config) as ``[hidden]``, as Kafka
+    logs them."""
+    from mockbroker.state.config_catalogue import broker_spec
+
+    spec = broker_spec(name)
+    sensitive = (spec is not None and spec.sensitive) or name.endswith(("password", "jaas.config", "secret"))
+    return "[hidden]" if sensitive else value
 
 
 def read_env(env: Mapping[str, str]) -> KafkaEnv:

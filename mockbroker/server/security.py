@@ -47,6 +47,9 @@ log = logging.getLogger("mockbroker.server")
 CLIENT_AUTH = ("none", "requested", "required")
 # the listener-prefixed settings the mock reads (listener.name.<listener>.<suffix>)
 LISTENER_SUFFIXES = ("ssl.client.auth", "oauthbearer.sasl.jaas.config",
+                     # PLAIN's users (user_NAME="password"); SCRAM's login modules name only the broker's own
+                     # inter-broker credentials, which a mock without inter-broker traffic never uses
+                     "plain.sasl.jaas.config", "scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config",
                      "oauthbearer.sasl.server.callback.handler.class",
                      *(f"oauthbearer.sasl.oauthbearer.{name}" for name in (
                          "jwks.endpoint.url", "jwks.endpoint.refresh.ms", "expected.audience", "expected.issuer",
@@ -179,6 +182,21 @@ def check_listener_keys(config: Settings, listeners: list[ListenerSpec]) -> None
                 raise ValueError(f"unknown config {key}: did you mean listener.name.{listener}.{near[0]}?")
 
 
+def jaas_plain_users(config: Settings) -> dict[str, str]:
+    """The PLAIN users of every ``listener.name.<listener>.plain.sasl.jaas.config`` (PlainLoginModule's
+    ``user_NAME="password"`` options, Kafka's own way to list them).  The mock keeps one user list for the
+    cluster: a user listed for one listener may authenticate on every SASL listener."""
+    from mockbroker.server.oauthbearer import jaas_options
+
+    given = config if isinstance(config, Mapping) else config.values
+    users: dict[str, str] = {}
+    for key, value in given.items():
+        if isinstance(key, str) and key.startswith("listener.name.") and key.endswith(".plain.sasl.jaas.config"):
+            users.update({name[len("user_"):]: password for name, password in jaas_options(value).items()
+                          if name.startswith("user_") and len(name) > len("user_")})
+    return users
+
+
 _OPENSSL_TEXT = re.compile(r"^\[[^\]]*\] (?P<text>.*?)(?: \(_ssl\.c:\d+\))?$")
 
 
@@ -240,15 +258,30 @@ def server_ssl_context(certfile: str | None, keyfile: str | None = None, cafile:
         raise ValueError(f"ssl.client.auth must be one of {', '.join(CLIENT_AUTH)}, not {client_auth!r}")
     context = ListenerSSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.listener = listener
-    context.load_cert_chain(certfile, keyfile, password)
+    try:
+        context.load_cert_chain(certfile, keyfile, password)
+    except (OSError, ssl.SSLError) as exc:  # (ssl.SSLError is an OSError: named apart for the reader)
+        raise ValueError(_unreadable("certificate chain and key", certfile, exc)) from None
     if cafile:
-        context.load_verify_locations(cafile)
+        try:
+            context.load_verify_locations(cafile)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(_unreadable("CA certificates", cafile, exc)) from None
     if client_auth != "none":
         if not cafile:
             raise ValueError(f"ssl.client.auth={client_auth} needs the clients' CA (ssl_cafile or "
                              "ssl.truststore.location)")
         context.verify_mode = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
     return context
+
+
+def _unreadable(what: str, path: str, exc: OSError) -> str:
+    """One line: which TLS file could not be read and why (a Java keystore is named as such: PEM is read)."""
+    if isinstance(exc, FileNotFoundError):
+        return f"TLS {what} {path}: no such file"
+    java = path.lower().endswith((".jks", ".p12", ".pfx", ".keystore", ".truststore"))
+    hint = " (a Java keystore? the mock reads PEM files, as Kafka's ssl.keystore.type=PEM)" if java else ""
+    return f"TLS {what} {path}: not readable as PEM{hint}: {exc.strerror or exc}"
 
 
 def ssl_principal(transport: Any) -> str | None:

@@ -86,6 +86,12 @@ class CredentialStore:
         self._scram[name] = {code: ScramCredential.from_password(h, password, iterations)
                              for code, (_n, h) in SCRAM_MECHANISMS.items()}
 
+    def add_plain_user(self, name: str, password: str) -> None:
+        """A PLAIN user alone (Kafka's PlainLoginModule ``user_NAME="password"`` options): no SCRAM credential."""
+        if not name:
+            raise ValueError("a SASL user needs a name")
+        self._plain[name] = password
+
     def remove_user(self, name: str) -> None:
         self._plain.pop(name, None)
         self._scram.pop(name, None)

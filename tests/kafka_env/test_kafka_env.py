@@ -110,3 +110,12 @@ def test_schema_registry_variables() -> None:
 def test_nothing_set_is_nothing_read() -> None:
     kenv = read_env({"PATH": "/usr/bin", "MOCKBROKER_PORT": "9092"})
     assert not kenv.kafka_given and kenv.registry is None and kenv.configs == {} and kenv.summary() == []
+
+
+def test_secrets_are_hidden_in_the_log_line() -> None:
+    kenv = read_env({"KAFKA_SSL_KEYSTORE_PASSWORD": "s3cret", "KAFKA_SSL_KEY_PASSWORD": "k3y",
+                     "KAFKA_LISTENER_NAME_SASL__SSL_PLAIN_SASL_JAAS_CONFIG": "PlainLoginModule required user_a=\"pw\";",
+                     "KAFKA_NUM_PARTITIONS": "3"})
+    line = "\n".join(kenv.summary())
+    assert "s3cret" not in line and "k3y" not in line and "pw" not in line
+    assert "ssl.keystore.password=[hidden]" in line and "num.partitions=3" in line

@@ -115,6 +115,36 @@ def test_flags_win_over_variables_which_win_over_mockbroker_ones() -> None:
         del admin
 
 
+def test_sasl_plain_users_from_the_listeners_jaas_config() -> None:
+    """Kafka's own way to list PLAIN users, in a variable: PlainLoginModule's user_NAME="password" options."""
+    from confluent_kafka import KafkaError, Producer
+
+    port = free_port()
+    env = {"KAFKA_LISTENERS": f"SASL_PLAINTEXT://127.0.0.1:{port}", "KAFKA_SASL_ENABLED_MECHANISMS": "PLAIN",
+           "KAFKA_SASL_MECHANISM_INTER_BROKER_PROTOCOL": "PLAIN",
+           "KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG":
+               'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+               'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'}
+    with serve(env) as served:
+        bootstrap = served.read_until("bootstrap.servers=")
+        common = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                  "sasl.username": "alice", "broker.address.family": "v4"}
+        producer = Producer({**common, "sasl.password": "alice-secret"})
+        producer.produce("orders", b"by alice")
+        assert producer.flush(15) == 0
+        del producer
+        errors: list[KafkaError] = []
+        wrong = Producer({**common, "sasl.password": "not-hers", "error_cb": errors.append})
+        for _ in range(50):
+            wrong.poll(0.2)
+            if errors:
+                break
+        del wrong
+        assert errors and errors[0].code() == KafkaError._AUTHENTICATION, errors
+    log = "\n".join(served.log)
+    assert "alice-secret" not in log and "listener.name.sasl_plaintext.plain.sasl.jaas.config=[hidden]" in log
+
+
 @pytest.mark.parametrize(("env", "line"), [
     ({"KAFKA_NUM_PARTITONS": "3"}, "mockbroker serve: error: --kafka-env: KAFKA_NUM_PARTITONS: unknown broker config "
                                    "'num.partitons': did you mean KAFKA_NUM_PARTITIONS (num.partitions)?"),
@@ -129,6 +159,23 @@ def test_a_wrong_variable_is_one_line_and_exit_2(env: dict[str, str], line: str)
                             timeout=60)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip().splitlines()[-1].startswith(line), result.stderr
+
+
+def test_a_java_keystore_is_refused_in_one_line_naming_it(tmp_path: Path) -> None:
+    """The images' TLS is JKS; the mock reads PEM (Kafka's ssl.keystore.type=PEM): the file is named, not an errno."""
+    keystore = tmp_path / "kafka01.keystore.jks"
+    keystore.write_bytes(b"\xfe\xed\xfe\xed not PEM")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "SCHEMA_REGISTRY_", "MOCKBROKER_"))}
+    for location, expected in ((keystore, "not readable as PEM (a Java keystore? the mock reads PEM files"),
+                               (tmp_path / "absent.jks", "no such file")):
+        env = {"KAFKA_LISTENERS": "SSL://127.0.0.1:0", "KAFKA_SSL_KEYSTORE_LOCATION": str(location),
+               "KAFKA_SSL_KEYSTORE_PASSWORD": "abcdefgh"}
+        result = subprocess.run([*MOCKBROKER, "--kafka-env"], env={**full, **env}, capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == 2 and result.stdout == "", result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert f"TLS certificate chain and key {location}: {expected}" in last, result.stderr
+        assert "abcdefgh" not in result.stderr
 
 
 def test_a_registry_whose_cluster_never_answers_gives_up_in_one_line() -> None:
