@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -28,6 +29,20 @@ EXAMPLES = yaml.safe_load((HERE / "apache_examples.yaml").read_text())
 CP_ALL_IN_ONE = yaml.safe_load((HERE / "cp_all_in_one.yaml").read_text())
 MOCKBROKER = [sys.executable, "-m", "mockbroker", "serve"]
 pytestmark = pytest.mark.clients
+
+
+def first_record(consumer: Any, topic: str) -> Any:
+    """The value of the first record a confluent-kafka consumer subscribed to ``topic`` gets (30 s at most); the
+    consumer is closed."""
+    consumer.subscribe([topic])
+    try:
+        for _ in range(30):
+            got = consumer.poll(1)
+            if got is not None and got.error() is None:
+                return got.value()
+    finally:
+        consumer.close()
+    raise AssertionError(f"no record from {topic} within 30 s")
 
 
 @contextmanager
@@ -64,16 +79,9 @@ def test_the_single_node_example_serves_its_listeners_and_configs() -> None:
         producer = Producer(common)
         producer.produce("orders", b"one")
         assert producer.flush(15) == 0
-        consumer = Consumer({**common, "group.id": "g", "auto.offset.reset": "earliest"})
-        consumer.subscribe(["orders"])
-        got = None
-        for _ in range(30):
-            got = consumer.poll(1)
-            if got is not None and got.error() is None:
-                break
-        consumer.close()
+        got = first_record(Consumer({**common, "group.id": "g", "auto.offset.reset": "earliest"}), "orders")
         del producer, admin
-        assert got is not None and got.value() == b"one"
+        assert got == b"one"
     log = "\n".join(served.log)
     assert "kafka-env: not needed by a mock broker: " in log
     for variable in ("KAFKA_NODE_ID", "KAFKA_PROCESS_ROLES", "KAFKA_CONTROLLER_QUORUM_VOTERS", "KAFKA_LOG_DIRS"):
@@ -208,14 +216,7 @@ def avro_round_trip(bootstrap: str, url: str, topic: str) -> list[bytes]:
     del producer  # (librdkafka's client ends before the broker it talks to)
     consumer = DeserializingConsumer({**common, "group.id": "g", "auto.offset.reset": "earliest",
                                       "value.deserializer": AvroDeserializer(client)})
-    consumer.subscribe([topic])
-    got = None
-    for _ in range(30):
-        got = consumer.poll(1)
-        if got is not None and got.error() is None:
-            break
-    consumer.close()
-    assert got is not None and got.value() == {"id": 7}
+    assert first_record(consumer, topic) == {"id": 7}
     with KafkaClient(bootstrap.replace("localhost", "127.0.0.1")) as kafka:
         end = kafka.latest_offset("_schemas", 0)
         return [bytes(r.key or b"") for b in kafka.read_all("_schemas", 0, 0, end) for r in b.records]

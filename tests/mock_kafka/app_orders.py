@@ -35,8 +35,13 @@ def produce_confluent(topic: str, values: list[bytes]) -> None:
 def consume_confluent(topic: str, group: str, count: int) -> list[bytes]:
     consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": group, "auto.offset.reset": "earliest",
                          **SECURITY})
+    return _values(consumer, topic, count)
+
+
+def _values(consumer: Any, topic: str, count: int) -> list[Any]:
+    """Up to ``count`` record values from ``topic`` within WAIT_S; the consumer is closed."""
     consumer.subscribe([topic])
-    got: list[bytes] = []
+    got: list[Any] = []
     deadline = time.monotonic() + WAIT_S
     while len(got) < count and time.monotonic() < deadline:
         message = consumer.poll(0.5)
@@ -63,15 +68,7 @@ def consume_avro(topic: str, group: str, count: int) -> list[dict[str, Any]]:
     consumer = DeserializingConsumer({"bootstrap.servers": BOOTSTRAP, "group.id": group,
                                       "auto.offset.reset": "earliest", **SECURITY,
                                       "value.deserializer": AvroDeserializer(_registry())})
-    consumer.subscribe([topic])
-    got: list[dict[str, Any]] = []
-    deadline = time.monotonic() + WAIT_S
-    while len(got) < count and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and not message.error():
-            got.append(message.value())
-    consumer.close()
-    return got
+    return _values(consumer, topic, count)
 
 
 def produce_kafka_python(topic: str, values: list[bytes]) -> None:
