@@ -72,6 +72,15 @@ def test_a_fault_acts_on_the_redirected_client() -> None:
     assert [entry.errors for entry in produces][:2] == [["NOT_LEADER_OR_FOLLOWER"], []]
 
 
+def test_the_console_shows_what_the_redirected_clients_wrote() -> None:
+    """mock_kafka(control_port=0): the console of the cluster the application's clients were sent to shows the
+    topic and the record they wrote (the application named kafka.prod.internal:9092)."""
+    with mock_kafka(control_port=0, schema_registry=False) as cluster:
+        app_orders.produce_confluent("console-orders", [b"seen-in-the-console"])
+        page = requests.get(f"{cluster.console_url.split('?')[0]}topics/console-orders", timeout=10)
+    assert page.status_code == 200 and "seen-in-the-console" in page.text
+
+
 def test_the_decorated_function_keeps_its_name_and_arguments() -> None:
     @mock_kafka
     def place(order: int, *, express: bool = False) -> tuple[int, bool]:
