@@ -186,12 +186,12 @@ def jaas_plain_users(config: Settings) -> dict[str, str]:
     """The PLAIN users of every ``listener.name.<listener>.plain.sasl.jaas.config`` (PlainLoginModule's
     ``user_NAME="password"`` options, Kafka's own way to list them).  The mock keeps one user list for the
     cluster: a user listed for one listener may authenticate on every SASL listener."""
-    from mockbroker.server.oauthbearer import jaas_options
-
     given = config if isinstance(config, Mapping) else config.values
     users: dict[str, str] = {}
     for key, value in given.items():
         if isinstance(key, str) and key.startswith("listener.name.") and key.endswith(".plain.sasl.jaas.config"):
+            from mockbroker.server.oauthbearer import jaas_options  # (its json only when such a key is given)
+
             users.update({name[len("user_"):]: password for name, password in jaas_options(value).items()
                           if name.startswith("user_") and len(name) > len("user_")})
     return users
