@@ -135,9 +135,10 @@ def _raise_open_files_limit() -> None:
         logging.getLogger("mockbroker").warning("cannot raise the open files limit from %s: %s", soft, exc)
 
 
-def _check_serve(args: argparse.Namespace) -> MockCluster:
+def _check_serve(args: argparse.Namespace, blame: Callable[[str], str | None] | None = None) -> MockCluster:
     """The MockCluster ``serve`` asks for, made (nothing listens yet) after checking each flag: the
-    first problem ends the command (one line naming the flag, exit status 2)."""
+    first problem ends the command (one line naming the flag, exit status 2; ``blame``: the ``KAFKA_*`` variable
+    whose value a message quotes, named instead of a flag)."""
     from mockbroker.cluster import MockCluster
     from mockbroker.server.listeners import parse_advertised, parse_listeners, parse_protocol_map
     from mockbroker.state.config import BrokerConfig
@@ -182,6 +183,9 @@ def _check_serve(args: argparse.Namespace) -> MockCluster:
                            oidc=False if args.oidc_port is None else {"host": args.oidc_host, "port": args.oidc_port})
     except (KafkaError, ValueError, OSError) as exc:
         message = (exc.message or str(exc)) if isinstance(exc, KafkaError) else str(exc)
+        source = blame(message) if blame is not None else None
+        if source is not None:
+            _fail(f"mockbroker serve: error: --kafka-env: {source}: {_without_head(message)}")
         flag = _flag_of(message)
         _fail(f"mockbroker serve: error: {'argument ' + flag + ': ' if flag else ''}{_without_head(message)}")
 
@@ -374,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.serve.set_defaults(**cli_kafka_env.serve_defaults(kafka_env, []))
         args = parser.parse_args(argv)
         cli_kafka_env.announce(kafka_env)
-    cluster = _check_serve(args)  # every flag checked before anything listens
+    cluster = _check_serve(args, kafka_env.source_of if kafka_env is not None else None)  # before anything listens
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if kafka_env is not None and kafka_env.registry is not None:
         cluster.registry_compatibility = kafka_env.registry.compatibility

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from mockbroker import early_signals
-from mockbroker.kafka_env import KafkaEnv, KafkaEnvError, read_env
+from mockbroker.kafka_env import KafkaEnv, KafkaEnvError, mounted_dir, read_env
 
 log = logging.getLogger("mockbroker.kafka_env")
 
@@ -34,9 +34,10 @@ def _fail(message: str) -> NoReturn:
 
 
 def read(environ: Mapping[str, str]) -> KafkaEnv:
-    """The environment read, or one line and exit status 2."""
+    """The environment read (and apache/kafka's mounted server.properties: mockbroker.kafka_env.mounted_dir), or one
+    line and exit status 2."""
     try:
-        return read_env(environ)
+        return read_env(environ, mounted_dir(environ))
     except KafkaEnvError as exc:
         _fail(str(exc))
 

@@ -10,13 +10,13 @@ import sys
 import urllib.request
 from collections.abc import Mapping
 
-from mockbroker.kafka_env import KafkaEnvError, read_env
+from mockbroker.kafka_env import KafkaEnvError, mounted_dir, read_env
 
 
 def _target(environ: Mapping[str, str]) -> str | None:
     """The URL to ask, or None when there is nothing to ask (a controller-only service)."""
     if environ.get("MOCKBROKER_KAFKA_ENV", "").strip().lower() in ("1", "true", "yes", "on"):
-        kenv = read_env(environ)
+        kenv = read_env(environ, mounted_dir(environ))
         if kenv.controller_only:
             return None
         if kenv.registry is not None and not kenv.kafka_given:

@@ -12,8 +12,10 @@ listed as not needed; a name Kafka does not know is refused with the nearest one
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 KAFKA_PREFIX = "KAFKA_"
 REGISTRY_PREFIX = "SCHEMA_REGISTRY_"
@@ -79,6 +81,15 @@ REGISTRY_NOT_NEEDED = {
 CONTROLLER_DEFAULT = "CONTROLLER"
 
 
+# apache/kafka's "file input": a server.properties mounted here is read before the variables (which win)
+MOUNTED_CONFIG_DIR = "/mnt/shared/config"
+
+
+def mounted_dir(environ: Mapping[str, str]) -> str:
+    """Where a mounted server.properties is looked for: ``$MOCKBROKER_KAFKA_CONFIG_DIR``, else the image's folder."""
+    return environ.get("MOCKBROKER_KAFKA_CONFIG_DIR") or MOUNTED_CONFIG_DIR
+
+
 class KafkaEnvError(ValueError):
     """A variable the images would not take, or that mockbroker cannot serve: one line naming it."""
 
@@ -120,7 +131,15 @@ class KafkaEnv:
     voters: int = 0  # how many brokers KAFKA_CONTROLLER_QUORUM_VOTERS names
     not_needed: list[tuple[str, str]] = field(default_factory=list)  # (variable, why)
     registry: RegistryEnv | None = None
-    kafka_given: bool = False  # any KAFKA_* or CLUSTER_ID variable at all
+    kafka_given: bool = False  # any KAFKA_* or CLUSTER_ID variable (or a mounted server.properties) at all
+    origins: dict[str, tuple[str, str]] = field(default_factory=dict)  # config -> (variable or file:line, value)
+
+    def source_of(self, message: str) -> str | None:
+        """The variable (or file:line) whose value an error message quotes, to name it instead of a flag."""
+        for label, value in self.origins.values():
+            if len(value) >= 3 and value in message:
+                return label
+        return None
 
     @property
     def controller_only(self) -> bool:
@@ -157,53 +176,72 @@ def shown(name: str, value: str) -> str:
     return "[hidden]" if sensitive else value
 
 
-def read_env(env: Mapping[str, str]) -> KafkaEnv:
-    """Read ``KAFKA_*``, ``CLUSTER_ID`` and ``SCHEMA_REGISTRY_*`` from ``env``; KafkaEnvError on the first problem."""
-    from mockbroker.errors import KafkaError
-    from mockbroker.state.config import BrokerConfig, check_broker_name
-
+def read_env(env: Mapping[str, str], mounted: str | Path | None = None) -> KafkaEnv:
+    """Read ``KAFKA_*``, ``CLUSTER_ID`` and ``SCHEMA_REGISTRY_*`` from ``env``, over the ``server.properties`` in the
+    folder ``mounted`` when there is one (apache/kafka's "file input": the variables win, as in the image);
+    KafkaEnvError on the first problem."""
     out = KafkaEnv()
-    raw: dict[str, tuple[str, str]] = {}  # config -> (variable, value)
-    for variable in sorted(env):
-        if not variable.startswith(KAFKA_PREFIX) or variable in LAUNCHER:
-            continue
-        out.kafka_given = True
-        name = config_name(variable, KAFKA_PREFIX)
-        if variable == "KAFKA_PORT" or variable in ("KAFKA_ADVERTISED_PORT", "KAFKA_ADVERTISED_HOST", "KAFKA_HOST"):
-            raise KafkaEnvError(f"{variable}: {name} is gone from Kafka: use KAFKA_LISTENERS and "
-                                "KAFKA_ADVERTISED_LISTENERS (as the images say)")
-        raw[name] = (variable, env[variable])
+    raw = _settings(env, mounted, out)
     for variable in sorted(env):  # cp-kafka / cp-server's own: confluent.support.*, the metrics reporter
         if variable.startswith("CONFLUENT_"):
             out.not_needed.append((variable, "a Confluent Server feature"))
     if env.get("CLUSTER_ID"):
         out.kafka_given = True
         out.configs["cluster.id"] = env["CLUSTER_ID"]
-    for name, (variable, value) in raw.items():
-        why = NOT_NEEDED.get(name) or next((w for p, w in NOT_NEEDED_PREFIXES.items() if name.startswith(p)), None)
-        if why is None and name in REMOVED:
-            why = "a ZooKeeper-era config Kafka 4 removed"
-        if name == "process.roles":
-            out.process_roles = value
-        if name == "controller.quorum.voters":
-            out.voters = len([v for v in value.split(",") if v.strip()])
-        if why is not None:
-            out.not_needed.append((variable, f"{name}: {why}"))
-            continue
-        if name in ("listeners", "advertised.listeners", "listener.security.protocol.map"):
-            continue
-        try:
-            check_broker_name(name)
-        except KafkaError:
-            raise KafkaEnvError(_unknown(variable, name)) from None
-        try:
-            BrokerConfig({name: value})  # Kafka's value checks, named by the variable
-        except KafkaError as exc:
-            raise KafkaEnvError(f"{variable}: {exc.message or exc}") from None
-        out.configs[name] = value
+    for name, (source, value) in raw.items():
+        _take(out, name, source, value)
     _listeners(out, raw)
     out.registry = _registry(env, out)
     return out
+
+
+def _settings(env: Mapping[str, str], mounted: str | Path | None, out: KafkaEnv) -> dict[str, tuple[str, str]]:
+    """config name -> (where it was set: a variable or file:line, value): the mounted file's, then the variables'."""
+    raw: dict[str, tuple[str, str]] = {}
+    properties = Path(mounted) / "server.properties" if mounted is not None else None
+    if properties is not None and properties.is_file():
+        out.kafka_given = True
+        for number, name, value in read_properties(properties):
+            raw[name] = (f"{properties}:{number}", value)
+    for variable in sorted(env):
+        if not variable.startswith(KAFKA_PREFIX) or variable in LAUNCHER:
+            continue
+        out.kafka_given = True
+        name = config_name(variable, KAFKA_PREFIX)
+        if variable in ("KAFKA_PORT", "KAFKA_ADVERTISED_PORT", "KAFKA_ADVERTISED_HOST", "KAFKA_HOST"):
+            raise KafkaEnvError(f"{variable}: {name} is gone from Kafka: use KAFKA_LISTENERS and "
+                                "KAFKA_ADVERTISED_LISTENERS (as the images say)")
+        raw[name] = (variable, env[variable])
+    return raw
+
+
+def _take(out: KafkaEnv, name: str, source: str, value: str) -> None:
+    """One setting: noted (process roles, voters), listed as not needed, left to _listeners, or checked and used."""
+    from mockbroker.errors import KafkaError
+    from mockbroker.state.config import BrokerConfig, check_broker_name
+
+    if name == "process.roles":
+        out.process_roles = value
+    if name == "controller.quorum.voters":
+        out.voters = len([v for v in value.split(",") if v.strip()])
+    why = NOT_NEEDED.get(name) or next((w for p, w in NOT_NEEDED_PREFIXES.items() if name.startswith(p)), None)
+    if why is None and name in REMOVED:
+        why = "a ZooKeeper-era config Kafka 4 removed"
+    if why is not None:
+        out.not_needed.append((source, f"{name}: {why}"))
+        return
+    if name in ("listeners", "advertised.listeners", "listener.security.protocol.map"):
+        return
+    try:
+        check_broker_name(name)
+    except KafkaError:
+        raise KafkaEnvError(_unknown(source, name)) from None
+    try:
+        BrokerConfig({name: value})  # Kafka's value checks, named by the variable
+    except KafkaError as exc:
+        raise KafkaEnvError(f"{source}: {exc.message or exc}") from None
+    out.origins[name] = (source, value)
+    out.configs[name] = value
 
 
 def _unknown(variable: str, name: str) -> str:
@@ -215,6 +253,8 @@ def _unknown(variable: str, name: str) -> str:
     near = did_you_mean(name, broker_names() | set(NOT_NEEDED))
     if near is None:
         return f"{variable}: unknown broker config {name!r} (no Kafka broker config is near it)"
+    if not variable.startswith(KAFKA_PREFIX):  # a line of the mounted server.properties
+        return f"{variable}: unknown broker config {name!r}: did you mean {near!r}?"
     return f"{variable}: unknown broker config {name!r}: did you mean {variable_name(near, KAFKA_PREFIX)} ({near})?"
 
 
@@ -226,8 +266,6 @@ def _listeners(out: KafkaEnv, raw: dict[str, tuple[str, str]]) -> None:
     advertised = raw.get("advertised.listeners", ("", ""))[1].strip() or None
     listeners = raw.get("listeners", ("", ""))[1].strip() or None
     if listeners is None and advertised is not None:
-        import re
-
         listeners = re.sub(r"://[^:,]*:", "://0.0.0.0:", advertised)  # the images' sed: every host -> 0.0.0.0
     if listeners is not None:
         kept: list[str] = []
@@ -239,6 +277,9 @@ def _listeners(out: KafkaEnv, raw: dict[str, tuple[str, str]]) -> None:
             out.not_needed.append(("KAFKA_LISTENERS", f"{', '.join(dropped)}: the KRaft controller's listener"))
         out.listeners = ",".join(kept) or None
     out.advertised_listeners = advertised
+    for name in ("listeners", "advertised.listeners", "listener.security.protocol.map"):
+        if name in raw:
+            out.origins[name] = raw[name]
     protocol_map = raw.get("listener.security.protocol.map", ("", ""))[1].strip() or None
     if protocol_map is not None:
         entries = [e.strip() for e in protocol_map.split(",") if e.strip()]
@@ -289,6 +330,43 @@ def _registry(env: Mapping[str, str], kafka: KafkaEnv) -> RegistryEnv | None:
     if not timeout[1].strip().isdigit():
         raise KafkaEnvError(f"{timeout[0]}: {timeout[1]!r} is not a number of milliseconds")
     return RegistryEnv(host, port, servers, level, int(timeout[1]) / 1000)
+
+
+def read_properties(path: Path) -> list[tuple[int, str, str]]:
+    """(line number, key, value) of a Java properties file: ``#`` / ``!`` comments, ``key=value``, ``key: value`` or
+    ``key value``, a trailing backslash continuing the line, and the usual escapes (``\\t``, ``\\n``, ``\\uXXXX``)."""
+    out: list[tuple[int, str, str]] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        number, line = index + 1, lines[index].lstrip()
+        index += 1
+        if not line or line[0] in "#!":
+            continue
+        while _continues(line) and index < len(lines):
+            line = line[:-1] + lines[index].lstrip()
+            index += 1
+        split = re.search(r"(?<!\\)(\s*[=:]\s*|\s+)", line)
+        key, value = (line[:split.start()], line[split.end():]) if split else (line, "")
+        out.append((number, _unescape(key), _unescape(value)))
+    return out
+
+
+def _continues(line: str) -> bool:
+    """A line ending in an odd number of backslashes goes on on the next one."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _unescape(text: str) -> str:
+    singles = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+    def one(match: re.Match[str]) -> str:
+        escaped = match.group(1)
+        if escaped.startswith("u"):
+            return chr(int(escaped[1:], 16))
+        return singles.get(escaped, escaped)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text)
 
 
 def _http_listener(variable: str, value: str) -> tuple[str, int]:

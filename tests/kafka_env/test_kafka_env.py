@@ -119,3 +119,21 @@ def test_secrets_are_hidden_in_the_log_line() -> None:
     line = "\n".join(kenv.summary())
     assert "s3cret" not in line and "k3y" not in line and "pw" not in line
     assert "ssl.keystore.password=[hidden]" in line and "num.partitions=3" in line
+
+
+def test_java_properties_as_kafka_reads_them(tmp_path: Path) -> None:
+    from mockbroker.kafka_env import read_properties
+
+    path = tmp_path / "server.properties"
+    path.write_text("# a comment\n! another\n\nnum.partitions=3\nlog.dirs : /tmp/a\nbroker.rack eu-1\n"
+                    "listeners=PLAINTEXT://:9092,\\\n    CONTROLLER://:9093\nescaped=tab\\there \\u0041\n")
+    assert read_properties(path) == [(4, "num.partitions", "3"), (5, "log.dirs", "/tmp/a"), (6, "broker.rack", "eu-1"),
+                                     (7, "listeners", "PLAINTEXT://:9092,CONTROLLER://:9093"),
+                                     (9, "escaped", "tab\there A")]
+
+
+def test_the_variables_win_over_a_mounted_file(tmp_path: Path) -> None:
+    (tmp_path / "server.properties").write_text("num.partitions=2\nprocess.roles=controller\n")
+    kenv = read_env({"KAFKA_NUM_PARTITIONS": "5"}, tmp_path)
+    assert kenv.configs == {"num.partitions": "5"} and kenv.controller_only
+    assert read_env({}, tmp_path / "absent").kafka_given is False  # no file there: nothing read

@@ -183,7 +183,46 @@ def test_a_java_keystore_is_refused_in_one_line_naming_it(tmp_path: Path) -> Non
         assert result.returncode == 2 and result.stdout == "", result.stderr
         last = result.stderr.strip().splitlines()[-1]
         assert f"TLS certificate chain and key {location}: {expected}" in last, result.stderr
+        assert last.startswith("mockbroker serve: error: --kafka-env: KAFKA_SSL_KEYSTORE_LOCATION: ")  # not a flag
         assert "abcdefgh" not in result.stderr
+
+
+def test_a_mounted_server_properties_is_read_and_the_variables_win(tmp_path: Path) -> None:
+    """apache/kafka's "file input" (its single-node/file-input example, without the JKS TLS the mock cannot read): a
+    server.properties in the mounted folder ($MOCKBROKER_KAFKA_CONFIG_DIR here; /mnt/shared/config in the image)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    host_port, inner_port = free_port(), free_port()
+    (tmp_path / "server.properties").write_text(
+        "# broker settings, as the image's file input takes them\n"
+        f"advertised.listeners=PLAINTEXT_HOST://localhost:{host_port},PLAINTEXT://127.0.0.1:{inner_port}\n"
+        "controller.listener.names=CONTROLLER\ngroup.initial.rebalance.delay.ms=0\n"
+        "inter.broker.listener.name=PLAINTEXT\n"
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PLAINTEXT_HOST:PLAINTEXT\n"
+        "log.dirs=/tmp/kraft-combined-logs\nnum.partitions = 2\nprocess.roles=broker\n")
+    env = {"MOCKBROKER_KAFKA_CONFIG_DIR": str(tmp_path), "CLUSTER_ID": "4L6g3nShT-eMCtK--X86sw",
+           "KAFKA_NODE_ID": "1", "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@broker:29093",
+           "KAFKA_LISTENERS": f"PLAINTEXT_HOST://127.0.0.1:{host_port},CONTROLLER://:29093,"
+                              f"PLAINTEXT://127.0.0.1:{inner_port}",
+           "KAFKA_NUM_PARTITIONS": "4"}  # a variable over the file's num.partitions, as in the image
+    with serve(env) as served:
+        bootstrap = served.read_until("listener.PLAINTEXT_HOST=")
+        assert bootstrap == f"localhost:{host_port}"
+        admin = AdminClient({"bootstrap.servers": bootstrap, "broker.address.family": "v4"})
+        broker = ConfigResource("broker", "0")
+        configs = admin.describe_configs([broker])[broker].result(15)
+        assert configs["num.partitions"].value == "4" and configs["group.initial.rebalance.delay.ms"].value == "0"
+        del admin
+    log = "\n".join(served.log)
+    assert f"{tmp_path / 'server.properties'}:7 (log.dirs: data is kept in memory)" in log
+    (tmp_path / "server.properties").write_text("num.partitions=2\nnum.partitons=3\n")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "SCHEMA_REGISTRY_", "MOCKBROKER_"))}
+    result = subprocess.run([*MOCKBROKER, "--kafka-env"], env={**full, "MOCKBROKER_KAFKA_CONFIG_DIR": str(tmp_path)},
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"mockbroker serve: error: --kafka-env: {tmp_path / 'server.properties'}:2: unknown broker config "
+        "'num.partitons': did you mean 'num.partitions'?")
 
 
 def test_a_registry_whose_cluster_never_answers_gives_up_in_one_line() -> None:
