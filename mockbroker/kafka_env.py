@@ -191,6 +191,7 @@ def read_env(env: Mapping[str, str], mounted: str | Path | None = None) -> Kafka
     for name, (source, value) in raw.items():
         _take(out, name, source, value)
     _listeners(out, raw)
+    _jaas_file_users(env, out)
     out.registry = _registry(env, out)
     return out
 
@@ -285,6 +286,49 @@ def _listeners(out: KafkaEnv, raw: dict[str, tuple[str, str]]) -> None:
         entries = [e.strip() for e in protocol_map.split(",") if e.strip()]
         protocol_map = ",".join(e for e in entries if e.partition(":")[0].strip().upper() not in controllers) or None
     out.protocol_map = protocol_map
+
+
+JAAS_OPTION = "-Djava.security.auth.login.config="
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+def _jaas_file_users(env: Mapping[str, str], out: KafkaEnv) -> None:
+    """The images' SASL: a JAAS file named in KAFKA_OPTS (``-Djava.security.auth.login.config=PATH``) whose
+    ``KafkaServer`` section lists PLAIN users (PlainLoginModule's ``user_NAME="password"``).  They become each SASL
+    listener's ``plain.sasl.jaas.config`` (unless the variables set one), which the mock reads for its users."""
+    options = env.get("KAFKA_OPTS", "")
+    if JAAS_OPTION not in options:
+        return
+    path = Path(options.split(JAAS_OPTION, 1)[1].split()[0].strip("\"'"))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KafkaEnvError(f"KAFKA_OPTS: the JAAS file {path} cannot be read: {exc.strerror or exc}") from None
+    users = jaas_plain_users(text)
+    if not users:
+        out.not_needed.append(("KAFKA_OPTS", f"{path}: no PlainLoginModule user_NAME option in a KafkaServer section"))
+        return
+    line = PLAIN_MODULE + " required " + " ".join(f'user_{name}="{password}"' for name, password in users.items()) + ";"
+    protocols = {"SASL_PLAINTEXT", "SASL_SSL"}
+    mapping = dict(item.split(":", 1) for item in (out.protocol_map or "").upper().split(",") if ":" in item)
+    for listener in (out.listeners or "").split(","):
+        name = listener.partition("://")[0].strip().upper()
+        if name and (name in protocols or mapping.get(name, "").strip() in protocols):
+            key = f"listener.name.{name.lower()}.plain.sasl.jaas.config"
+            if key not in out.configs:
+                out.configs[key] = line
+                out.origins[key] = ("KAFKA_OPTS", line)
+
+
+def jaas_plain_users(text: str) -> dict[str, str]:
+    """``user_NAME="password"`` options of PlainLoginModule entries in a JAAS file's KafkaServer sections (also the
+    listener-prefixed ``sasl_plaintext.KafkaServer`` ones)."""
+    users: dict[str, str] = {}
+    for section in re.finditer(r"(?:^|[\s;}])(?:[\w.-]+\.)?KafkaServer\s*\{(.*?)\}\s*;", text, re.S):
+        for entry in section.group(1).split(";"):
+            if PLAIN_MODULE in entry or "PlainLoginModule" in entry:
+                users.update({m.group(1): m.group(2) for m in re.finditer(r'user_([^\s=]+)\s*=\s*"([^"]*)"', entry)})
+    return users
 
 
 def _registry(env: Mapping[str, str], kafka: KafkaEnv) -> RegistryEnv | None:

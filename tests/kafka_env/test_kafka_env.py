@@ -137,3 +137,13 @@ def test_the_variables_win_over_a_mounted_file(tmp_path: Path) -> None:
     kenv = read_env({"KAFKA_NUM_PARTITIONS": "5"}, tmp_path)
     assert kenv.configs == {"num.partitions": "5"} and kenv.controller_only
     assert read_env({}, tmp_path / "absent").kafka_given is False  # no file there: nothing read
+
+
+def test_plain_users_of_a_jaas_files_kafka_server_sections() -> None:
+    from mockbroker.kafka_env import jaas_plain_users
+
+    text = ('KafkaServer {\n org.apache.kafka.common.security.plain.PlainLoginModule required\n username="admin"\n'
+            ' password="admin-secret" user_admin="admin-secret"\n user_alice="alice-secret";\n};\n'
+            'sasl_ssl.KafkaServer { org.apache.kafka.common.security.plain.PlainLoginModule required user_bob="b"; };\n'
+            'Client { org.apache.zookeeper.server.auth.DigestLoginModule required user_zk="no"; };\n')
+    assert jaas_plain_users(text) == {"admin": "admin-secret", "alice": "alice-secret", "bob": "b"}

@@ -153,6 +153,46 @@ def test_sasl_plain_users_from_the_listeners_jaas_config() -> None:
     assert "alice-secret" not in log and "listener.name.sasl_plaintext.plain.sasl.jaas.config=[hidden]" in log
 
 
+JAAS_FILE = """KafkaServer {
+   org.apache.kafka.common.security.plain.PlainLoginModule required
+   username="admin"
+   password="admin-secret"
+   user_admin="admin-secret"
+   user_alice="alice-secret";
+};
+Client {
+   org.apache.zookeeper.server.auth.DigestLoginModule required username="kafka" password="kafka-secret";
+};
+"""
+
+
+def test_sasl_plain_users_from_the_jaas_file_kafka_opts_names(tmp_path: Path) -> None:
+    """The images' SASL set-up: KAFKA_OPTS=-Djava.security.auth.login.config=PATH and a KafkaServer section."""
+    from confluent_kafka import Producer
+
+    jaas = tmp_path / "kafka_server_jaas.conf"
+    jaas.write_text(JAAS_FILE)
+    port = free_port()
+    env = {"KAFKA_LISTENERS": f"SASL_PLAINTEXT://127.0.0.1:{port}", "KAFKA_SASL_ENABLED_MECHANISMS": "PLAIN",
+           "KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"}
+    with serve(env) as served:
+        bootstrap = served.read_until("bootstrap.servers=")
+        producer = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                             "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret",
+                             "broker.address.family": "v4"})
+        producer.produce("orders", b"by alice")
+        assert producer.flush(15) == 0
+        del producer
+    assert "alice-secret" not in "\n".join(served.log)
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "SCHEMA_REGISTRY_", "MOCKBROKER_"))}
+    result = subprocess.run([*MOCKBROKER, "--kafka-env"], capture_output=True, text=True, timeout=60,
+                            env={**full, **env, "KAFKA_OPTS": f"-Djava.security.auth.login.config={tmp_path}/no.conf"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"mockbroker serve: error: --kafka-env: KAFKA_OPTS: the JAAS file {tmp_path}/no.conf cannot be read: "
+        "No such file or directory")
+
+
 @pytest.mark.parametrize(("env", "line"), [
     ({"KAFKA_NUM_PARTITONS": "3"}, "mockbroker serve: error: --kafka-env: KAFKA_NUM_PARTITONS: unknown broker config "
                                    "'num.partitons': did you mean KAFKA_NUM_PARTITIONS (num.partitions)?"),
