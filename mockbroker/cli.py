@@ -10,6 +10,7 @@
     mockbroker scenario check [NAME|FILE...]
     mockbroker audit --bootstrap-server HOST:PORT --topic T [--json FILE]   # Spark job; needs mockbroker[spark]
     mockbroker decode FRAME...        # print decoded request frames (bytes after the size prefix)
+    mockbroker serve --seed orders=orders.jsonl; mockbroker dump orders --bootstrap-server HOST:PORT  # seed.py, dump.py
 
 ``serve`` prints one line ``bootstrap.servers=HOST:PORT,...`` once it listens, so scripts can read
 it (with several listeners, one more line ``listener.NAME=HOST:PORT,...`` per listener); ``--port 0``
@@ -172,8 +173,12 @@ def _check_serve(args: argparse.Namespace) -> MockCluster:
     if args.topic and replication > args.brokers:  # the --topic topics are created as the brokers start
         _fail(f"mockbroker serve: error: argument --config: default.replication.factor={replication} is more than "
               f"the {args.brokers} broker(s) the --topic topics can be placed on (--brokers)")
+    seed = None
+    if args.seed:  # (the seed files are read by MockCluster, below)
+        from mockbroker.seed import from_flags
+        seed = check("--seed", from_flags, args.seed, args.seed_value_schema, args.seed_key_schema)
     try:
-        return MockCluster(brokers=args.brokers, host=args.host, port=args.port, config=configs,
+        return MockCluster(seed=seed, brokers=args.brokers, host=args.host, port=args.port, config=configs,
                            topics=dict(args.topic), control_port=args.control_port,
                            control_host=args.control_host, control_token=args.control_token,
                            advertised_host=args.advertised_host, listeners=args.listeners,
@@ -187,7 +192,7 @@ def _check_serve(args: argparse.Namespace) -> MockCluster:
                            oidc=False if args.oidc_port is None else {"host": args.oidc_host, "port": args.oidc_port})
     except (KafkaError, ValueError, OSError) as exc:
         message = (exc.message or str(exc)) if isinstance(exc, KafkaError) else str(exc)
-        flag = _flag_of(message)
+        flag = "--seed" if type(exc).__name__ == "SeedError" else _flag_of(message)
         _fail(f"mockbroker serve: error: {'argument ' + flag + ': ' if flag else ''}{_without_head(message)}")
 
 
@@ -364,6 +369,9 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
         parser.serve = _add_serve_parser(sub)
     if command in (None, "scenario"):
         _add_scenario_parser(sub)
+    if command in (None, "dump"):
+        from mockbroker import dump
+        dump.add_parser(sub)
     return parser
 
 
@@ -415,6 +423,11 @@ def _add_serve_parser(sub: Any) -> argparse.ArgumentParser:
                        default=_env("MOCKBROKER_SCHEMA_REGISTRY_PORT", None),
                        help="serve a Confluent-compatible Schema Registry on this port (0 = a free port; "
                             "$MOCKBROKER_SCHEMA_REGISTRY_PORT; needs mockbroker[schema-registry])")
+    for flag, what in (("", "load records from a JSON Lines file or folder (docs/seed-and-dump.md)"),
+                       ("-value-schema", "frame the seed's values with this .avsc / JSON Schema"),
+                       ("-key-schema", "frame the seed's keys with this .avsc / JSON Schema")):
+        serve.add_argument(f"--seed{flag}", action="append", default=[], metavar="TOPIC=PATH",
+                           type=values.config_item, help=what + " (repeatable)")
     serve.add_argument("--schema-registry-host", default=os.environ.get("MOCKBROKER_SCHEMA_REGISTRY_HOST", "127.0.0.1"),
                        help="Schema Registry address (default 127.0.0.1; $MOCKBROKER_SCHEMA_REGISTRY_HOST)")
     serve.add_argument("--oidc-port", type=values.port, default=_env("MOCKBROKER_OIDC_PORT", None),
@@ -449,13 +462,16 @@ def main(argv: list[str] | None = None) -> int:
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         audit.add_arguments(audit_parser)
         return audit.main(audit_parser.parse_args(args_in[1:]))
-    named = args_in[0] if args_in and args_in[0] in ("decode", "serve", "scenario") else None
+    named = args_in[0] if args_in and args_in[0] in ("decode", "serve", "scenario", "dump") else None
     parser = _parser(named)
     args = parser.parse_args(argv)
     if args.command != "serve":
         gc.enable()  # off only while ``python -m mockbroker`` loaded the modules (see ``__main__``)
     if args.command == "decode":
         return _decode(args.frames)
+    if args.command == "dump":
+        from mockbroker import dump
+        return dump.main(args)
     if args.command == "scenario":
         logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         from mockbroker.scenarios import cli as scenario_cli  # YAML and JSON schema only when needed

@@ -75,6 +75,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
         schema_registry_host: str = "127.0.0.1",
         oidc: bool | int | Mapping[str, Any] = False,
         latency: str | None = None,
+        seed: Mapping[str, Any] | None = None,
     ) -> None:
         check_arguments(brokers, port, control_port, topics)  # ValueError before anything listens
         # a latency preset (mockbroker.faults.latency): every API answers as late as Kafka's would
@@ -106,6 +107,8 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
         self._advertised_host_given = advertised_host is not None
         self._base_port = port
         self._initial_topics = dict(topics or {})
+        # seed data (mockbroker.seed): every file read and checked now, loaded as the cluster starts
+        self._seed = _seed_plan(seed, self.state, self._initial_topics, self._registry_options[1] is not None)
         self.brokers: list[BrokerServer] = []
         self._count = brokers
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -147,6 +150,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
             except OSError as exc:
                 raise OSError(exc.errno, f"control API: {exc.strerror or exc}") from None
         await self._start_registry()
+        await self._load_seed()
         for server in self.brokers:  # "listening" once every broker listens, not before a failure
             server.announce()
         return self
@@ -440,6 +444,24 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
             fresh.create_topic(name, partitions)
         self._reset_registry()
         self._reset_oidc()
+        await self._load_seed()
+
+    async def _load_seed(self) -> None:
+        """Register the seed's schemas and write its records (mockbroker.seed)."""
+        if self._seed:
+            from mockbroker import seed
+
+            if self.schema_registry is not None:
+                await seed.register(self._seed, self.schema_registry)
+            seed.load(self._seed, self.state)
+
+    def dump(self, topic: str, path: str) -> int:
+        """Write ``topic``'s records to ``path`` as ``mockbroker dump`` does, over the wire (not from the
+        cluster's own loop); returns how many."""
+        from mockbroker.dump import dump_topic
+
+        with open(path, "w", encoding="utf-8") as out:
+            return dump_topic(self.bootstrap_servers, topic, out)
 
     def _add_users(self, state: ClusterState) -> None:
         """The SASL users: ``sasl_users`` (PLAIN and SCRAM), and PLAIN's listed in listeners' JAAS configs."""
@@ -462,6 +484,15 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
         if threading.current_thread() is self._thread:
             raise RuntimeError("use the *_async variant on the cluster's own loop")
         return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
+
+
+def _seed_plan(seed: Mapping[str, Any] | None, state: ClusterState, topics: Mapping[str, int | None],
+               registry: bool) -> list[Any]:
+    if not seed:
+        return []
+    from mockbroker import seed as seed_data  # (only when seeding: the client's partitioner, JSON, schemas)
+
+    return seed_data.plan(seed, state, topics, registry)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
