@@ -460,6 +460,8 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
         cluster's own loop); returns how many."""
         from mockbroker.dump import dump_topic
 
+        if self._loop is not None and (threading.current_thread() is self._thread or _running_loop() is self._loop):
+            raise RuntimeError("dump reads over the wire and blocks: call it from another thread than the cluster's")
         with open(path, "w", encoding="utf-8") as out:
             return dump_topic(self.bootstrap_servers, topic, out)
 
@@ -493,6 +495,13 @@ def _seed_plan(seed: Mapping[str, Any] | None, state: ClusterState, topics: Mapp
     from mockbroker import seed as seed_data  # (only when seeding: the client's partitioner, JSON, schemas)
 
     return seed_data.plan(seed, state, topics, registry)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

@@ -86,6 +86,8 @@ def add_parser(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``dump``: 0, or one line on stderr and 2."""
+    if args.output is None and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(encoding="utf-8")  # the lines are UTF-8 whatever the locale
     try:
         out: IO[str] = sys.stdout if args.output is None else open(args.output, "w", encoding="utf-8")
     except OSError as exc:

@@ -171,7 +171,8 @@ def read_lines(path: Path) -> list[tuple[str, str]]:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"{file}: cannot be read: {_one_line(exc)}") from None
-        out.extend((f"{file}:{n}", line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
+        # lines end at "\n" only: a JSON string may hold U+2028 or U+0085, which str.splitlines would split at
+        out.extend((f"{file}:{n}", line) for n, line in enumerate(text.split("\n"), 1) if line.strip())
     return out
 
 
@@ -291,7 +292,8 @@ def _plan(seed: Mapping[str, Any], state: ClusterState, initial_topics: Mapping[
             source.frame(value_schema, record.value, f"{record.where}: field 'value'")
             source.frame(key_schema, record.key, f"{record.where}: field 'key'")
         highest = max((r.partition for r in records if r.partition is not None), default=-1)
-        given = initial_topics.get(topic)
+        given = initial_topics.get(topic) or (int(state.config["num.partitions"]) if topic in initial_topics
+                                              else None)  # topics={...} creates it first
         if given is not None and highest >= given:
             where = next(r.where for r in records if r.partition == highest)
             raise ValueError(f"{where}: field 'partition' {highest} is past topic {topic!r}'s {given} partitions")
