@@ -42,6 +42,8 @@ def test_seeded_records_are_read_as_written(tmp_path: Path) -> None:
         assert len(cluster.state.topics["orders"].partitions) == 3  # the highest partition named + 1
         assert read_confluent(cluster.bootstrap_servers, "orders", 3, 4) == EXPECTED
         assert read_kafka_python(cluster.bootstrap_servers, "orders", 3, 4) == EXPECTED
+        cluster.reset()  # a reset cluster starts from its seed again
+        assert read_confluent(cluster.bootstrap_servers, "orders", 3, 4) == EXPECTED
 
 
 def test_a_folder_in_name_order_and_keys_partitioned_by_murmur2(tmp_path: Path) -> None:
@@ -139,3 +141,26 @@ def test_schema_seeds_read_by_confluents_deserializers(tmp_path: Path, kind: str
         assert [v[:5] for _p, _k, v, _h, _ts in raw] == [b"\x00" + latest.schema_id.to_bytes(4, "big")] * 2
         got = [(k, deserializer(v, SerializationContext("orders", MessageField.VALUE))) for _p, k, v, _h, _ts in raw]
     assert got == [(b"1", values[0]), (b"2", values[1])]
+
+
+def test_a_key_schema_frames_keys_and_partitions_by_the_framed_bytes(tmp_path: Path) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from mockbroker.client.partitioner import partition_for_key
+
+    schema_path = tmp_path / "key.avsc"
+    schema_path.write_text('{"type": "string"}')
+    path = write_lines(tmp_path / "orders.jsonl", [{"key": f"order-{i}", "value": str(i)} for i in range(6)])
+    seed = {"orders": {"path": path, "key_schema": schema_path}}
+    with MockCluster(schema_registry=True, topics={"orders": 3}, seed=seed) as cluster:
+        registry = SchemaRegistryClient({"url": cluster.schema_registry_url})
+        assert registry.get_subjects() == ["orders-key"]
+        got = read_confluent(cluster.bootstrap_servers, "orders", 3, 6)
+        deserialize = AvroDeserializer(registry)
+        keys = {deserialize(k, SerializationContext("orders", MessageField.KEY)): (p, k, v)
+                for p, k, v, _h, _ts in got}
+    assert sorted(keys) == sorted(f"order-{i}" for i in range(6))
+    for name, (partition, framed, value) in keys.items():
+        assert partition == partition_for_key(framed, 3) and value == name.split("-")[1].encode()
