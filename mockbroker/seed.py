@@ -24,6 +24,7 @@ import io
 import json
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,8 +35,6 @@ from mockbroker.client.partitioner import partition_for_key
 from mockbroker.nearest import hint
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from mockbroker.registry.server import SchemaRegistry
     from mockbroker.state.cluster import ClusterState
 
@@ -185,6 +184,11 @@ def _schema(path: Path, topic: str) -> Schema:
         raise ValueError(f"seed {topic}: schema {path}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"seed {topic}: schema {path} is not JSON: {_one_line(exc)}") from None
+    from mockbroker.registry import missing_extra
+
+    missing = missing_extra()  # fastavro and jsonschema come with mockbroker[schema-registry]
+    if missing:
+        raise ValueError(f"seed {topic}: {missing}")
     if path.suffix == ".avsc":
         import fastavro
 
@@ -221,7 +225,7 @@ def _schema(path: Path, topic: str) -> Schema:
 def _entry(topic: str, entry: Any) -> tuple[Path, Path | None, Path | None]:
     if isinstance(entry, (str, os.PathLike)):
         return Path(entry), None, None
-    if not isinstance(entry, dict):
+    if not isinstance(entry, Mapping):
         raise ValueError(f"seed {topic}: a path, or a mapping of {', '.join(ENTRY_FIELDS)}; not {entry!r}")
     for name in entry:
         if name not in ENTRY_FIELDS:
@@ -263,7 +267,7 @@ def _plan(seed: Mapping[str, Any], state: ClusterState, initial_topics: Mapping[
     from mockbroker.errors import KafkaError
     from mockbroker.state.topic_rules import validate_topic_name
 
-    if not isinstance(seed, dict):
+    if not isinstance(seed, Mapping):
         raise ValueError(f"seed: a mapping of topic -> path, not {type(seed).__name__}")
     sources = []
     for topic, entry in seed.items():
