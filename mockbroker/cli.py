@@ -10,6 +10,7 @@
     mockbroker scenario check [NAME|FILE...]
     mockbroker audit --bootstrap-server HOST:PORT --topic T [--json FILE]   # Spark job; needs mockbroker[spark]
     mockbroker decode FRAME...        # print decoded request frames (bytes after the size prefix)
+    mockbroker serve --seed orders=orders.jsonl; mockbroker dump orders --bootstrap-server HOST:PORT  # seed.py, dump.py
 
 ``serve`` prints one line ``bootstrap.servers=HOST:PORT,...`` once it listens, so scripts can read
 it (with several listeners, one more line ``listener.NAME=HOST:PORT,...`` per listener); ``--port 0``
@@ -168,8 +169,13 @@ def _check_serve(args: argparse.Namespace, blame: Callable[[str], str | None] | 
     if args.topic and replication > args.brokers:  # the --topic topics are created as the brokers start
         _fail(f"mockbroker serve: error: argument --config: default.replication.factor={replication} is more than "
               f"the {args.brokers} broker(s) the --topic topics can be placed on (--brokers)")
+    seed = None
+    if args.seed:  # (the seed files are read by MockCluster, below)
+        from mockbroker.seed import from_flags
+
+        seed = check("--seed", from_flags, args.seed, args.seed_value_schema, args.seed_key_schema)
     try:
-        return MockCluster(brokers=args.brokers, host=args.host, port=args.port, config=configs,
+        return MockCluster(seed=seed, brokers=args.brokers, host=args.host, port=args.port, config=configs,
                            topics=dict(args.topic), control_port=args.control_port,
                            control_host=args.control_host, control_token=args.control_token,
                            advertised_host=args.advertised_host, listeners=args.listeners,
@@ -186,8 +192,14 @@ def _check_serve(args: argparse.Namespace, blame: Callable[[str], str | None] | 
         source = blame(message) if blame is not None else None
         if source is not None:
             _fail(f"mockbroker serve: error: --kafka-env: {source}: {_without_head(message)}")
-        flag = _flag_of(message)
+        flag = "--seed" if seed is not None and _is_seed_error(exc) else _flag_of(message)
         _fail(f"mockbroker serve: error: {'argument ' + flag + ': ' if flag else ''}{_without_head(message)}")
+
+
+def _is_seed_error(exc: BaseException) -> bool:
+    from mockbroker.seed import SeedError
+
+    return isinstance(exc, SeedError)
 
 
 def _without_head(message: str) -> str:
@@ -339,6 +351,10 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
         parser.serve = add_serve_parser(sub)
     if command in (None, "scenario"):
         _add_scenario_parser(sub)
+    if command in (None, "dump"):
+        from mockbroker import dump
+
+        dump.add_parser(sub)
     return parser
 
 
@@ -353,13 +369,17 @@ def main(argv: list[str] | None = None) -> int:
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         audit.add_arguments(audit_parser)
         return audit.main(audit_parser.parse_args(args_in[1:]))
-    named = args_in[0] if args_in and args_in[0] in ("decode", "serve", "scenario") else None
+    named = args_in[0] if args_in and args_in[0] in ("decode", "serve", "scenario", "dump") else None
     parser = _parser(named)
     args = parser.parse_args(argv)
     if args.command != "serve":
         gc.enable()  # off only while ``python -m mockbroker`` loaded the modules (see ``__main__``)
     if args.command == "decode":
         return _decode(args.frames)
+    if args.command == "dump":
+        from mockbroker import dump
+
+        return dump.main(args)
     if args.command == "scenario":
         logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         from mockbroker.scenarios import cli as scenario_cli  # YAML and JSON schema only when needed

@@ -97,6 +97,11 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
                        default=_env("MOCKBROKER_SCHEMA_REGISTRY_PORT", None),
                        help="serve a Confluent-compatible Schema Registry on this port (0 = a free port; "
                             "$MOCKBROKER_SCHEMA_REGISTRY_PORT; needs mockbroker[schema-registry])")
+    for flag, what in (("", "load records from a JSON Lines file or folder (docs/seed-and-dump.md)"),
+                       ("-value-schema", "frame the seed's values with this .avsc / JSON Schema"),
+                       ("-key-schema", "frame the seed's keys with this .avsc / JSON Schema")):
+        serve.add_argument(f"--seed{flag}", action="append", default=[], metavar="TOPIC=PATH",
+                           type=values.config_item, help=what + " (repeatable)")
     serve.add_argument("--schema-registry-host", default=os.environ.get("MOCKBROKER_SCHEMA_REGISTRY_HOST", "127.0.0.1"),
                        help="Schema Registry address (default 127.0.0.1; $MOCKBROKER_SCHEMA_REGISTRY_HOST)")
     serve.add_argument("--oidc-port", type=values.port, default=_env("MOCKBROKER_OIDC_PORT", None),

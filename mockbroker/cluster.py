@@ -24,6 +24,7 @@ from mockbroker.cluster_console import ConsoleMixin
 from mockbroker.cluster_faults import FaultsMixin
 from mockbroker.cluster_oidc import OidcMixin, oidc_options
 from mockbroker.cluster_registry import RegistryMixin, registry_port
+from mockbroker.cluster_seed import SeedMixin, seed_plan
 from mockbroker.faults.latency import check as latency_preset
 from mockbroker.faults.latency import rules as latency_rules
 from mockbroker.server.broker import BrokerServer
@@ -47,7 +48,7 @@ TICK_SECONDS = 0.1  # while anything runs on the clock (ClusterState.timers_live
 IDLE_TICK_SECONDS = 1.02
 
 
-class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
+class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin):
     def __init__(
         self,
         brokers: int = 1,
@@ -75,6 +76,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
         schema_registry_host: str = "127.0.0.1",
         oidc: bool | int | Mapping[str, Any] = False,
         latency: str | None = None,
+        seed: Mapping[str, Any] | None = None,
     ) -> None:
         check_arguments(brokers, port, control_port, topics)  # ValueError before anything listens
         # a latency preset (mockbroker.faults.latency): every API answers as late as Kafka's would
@@ -106,6 +108,8 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
         self._advertised_host_given = advertised_host is not None
         self._base_port = port
         self._initial_topics = dict(topics or {})
+        # seed data (mockbroker.seed): every file read and checked now, loaded as the cluster starts
+        self._seed = seed_plan(seed, self.state, self._initial_topics, self._registry_options[1] is not None)
         self.brokers: list[BrokerServer] = []
         self._count = brokers
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -147,6 +151,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
             except OSError as exc:
                 raise OSError(exc.errno, f"control API: {exc.strerror or exc}") from None
         await self._start_registry()
+        await self._load_seed()
         for server in self.brokers:  # "listening" once every broker listens, not before a failure
             server.announce()
         return self
@@ -440,6 +445,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin):
             fresh.create_topic(name, partitions)
         self._reset_registry()
         self._reset_oidc()
+        await self._load_seed()
 
     def _add_users(self, state: ClusterState) -> None:
         """The SASL users: ``sasl_users`` (PLAIN and SCRAM), and PLAIN's listed in listeners' JAAS configs."""
