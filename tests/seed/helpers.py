@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from tests.processes import interrupt_group
 
@@ -34,8 +35,7 @@ def read_confluent(bootstrap: str, topic: str, partitions: int, count: int) -> l
                 break
     finally:
         consumer.close()
-    assert len(got) == count, f"read {len(got)} of {count} records"
-    return [(p, k, v, h, ts) for p, _o, k, v, h, ts in sorted(got, key=lambda r: (r[0], r[1]))]
+    return _in_order(got, count)
 
 
 def read_kafka_python(bootstrap: str, topic: str, partitions: int, count: int) -> list[Seen]:
@@ -54,6 +54,11 @@ def read_kafka_python(bootstrap: str, topic: str, partitions: int, count: int) -
                 break
     finally:
         consumer.close()
+    return _in_order(got, count)
+
+
+def _in_order(got: list[Any], count: int) -> list[Seen]:
+    """(partition, key, value, headers, timestamp) of every record read, by partition then offset."""
     assert len(got) == count, f"read {len(got)} of {count} records"
     return [(p, k, v, h, ts) for p, _o, k, v, h, ts in sorted(got, key=lambda r: (r[0], r[1]))]
 
