@@ -232,11 +232,8 @@ def cluster_listeners_given(cluster: MockCluster) -> bool:
 async def _serve(cluster: MockCluster, report: str | None = None) -> int:
     """Run ``cluster`` until SIGINT or SIGTERM (which may come while it starts: start is abandoned); then write
     the HTML report to ``report`` when given."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in early_signals.SIGNALS:
-        loop.add_signal_handler(sig, stop.set)
-    if early_signals.received:  # Ctrl-C while the modules loaded
+    stop = early_signals.stop_event()
+    if stop.is_set():  # Ctrl-C while the modules loaded
         return 0
     starting = asyncio.ensure_future(cluster.start())
     stopping = asyncio.ensure_future(stop.wait())

@@ -96,12 +96,7 @@ def _run(coro: Any) -> int:
 
 
 async def _until_signal() -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in early_signals.SIGNALS:
-        loop.add_signal_handler(sig, stop.set)
-    if not early_signals.received:
-        await stop.wait()
+    await early_signals.stop_event().wait()
     return 0
 
 
@@ -119,12 +114,10 @@ async def _registry_only(kenv: KafkaEnv) -> int:
     from mockbroker.registry.remote import StoreUnreachable, create_schemas_topic
     from mockbroker.registry.server import SchemaRegistry
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in early_signals.SIGNALS:
-        loop.add_signal_handler(sig, stop.set)
-    if early_signals.received:
+    stop = early_signals.stop_event()
+    if stop.is_set():
         return 0
+    loop = asyncio.get_running_loop()
     log.info("kafka-env: waiting for the Kafka store at %s", registry_env.kafkastore)
     try:
         created = await loop.run_in_executor(None, lambda: create_schemas_topic(

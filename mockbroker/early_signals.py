@@ -19,6 +19,7 @@ import _signal  # type: ignore[import-not-found]  # (no stub: its names and type
 
 TYPE_CHECKING = False  # typing costs ~7 ms to import; mypy reads this name as typing's
 if TYPE_CHECKING:
+    import asyncio
     from types import FrameType
 
 SIGNALS = (_signal.SIGINT, _signal.SIGTERM)
@@ -63,3 +64,18 @@ def ignore() -> None:
     """Ignore both signals (the broker has stopped and the process is exiting)."""
     for sig in SIGNALS:
         _signal.signal(sig, _signal.SIG_IGN)
+
+
+def stop_event() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM on the running event loop, already set when one of them came while the
+    command started (:data:`received`): what a long-running command waits on."""
+    import asyncio  # (the caller's loop runs: asyncio is loaded already)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in SIGNALS:
+        loop.add_signal_handler(sig, stop.set)
+    if received:
+        stop.set()
+    return stop
+

@@ -29,6 +29,7 @@ import sys
 import textwrap
 from typing import Any
 
+from mockbroker import early_signals
 from mockbroker.errors import KafkaError
 from mockbroker.scenarios import shipped
 from mockbroker.scenarios.loader import Scenario, ScenarioError, load_file
@@ -142,11 +143,7 @@ async def _run(scenario: Scenario, args: argparse.Namespace, command: list[str] 
             app_exit = await _run_app(command, run, args.json)
             result = await run.finish_async(app_exit, app_ran=True)
         else:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-            result = await run.finish_async(stop=stop)
+            result = await run.finish_async(stop=early_signals.stop_event())
     finally:
         await run.close_async()
     if args.json:
