@@ -102,8 +102,7 @@ class KafkaClient:
         m = api.request_module(METADATA)
         body = m.MetadataRequest(topics=None if topics is None else [m.MetadataRequestTopic(name=t) for t in topics],
                                  allow_auto_topic_creation=auto_create)
-        conn = self._any()
-        answer = conn.request(METADATA, 12, body)
+        answer = self.request_any(METADATA, 12, body)
         cluster = Cluster(brokers={b.node_id: (b.host, b.port) for b in answer.brokers})
         for topic in answer.topics:
             if topic.error_code or topic.name is None:
@@ -117,8 +116,6 @@ class KafkaClient:
             for name, count in self.cluster.partitions.items():
                 cluster.partitions.setdefault(name, count)
         self.cluster = cluster
-        if conn not in self._connections.values():
-            conn.close()
         return cluster
 
     def topics(self) -> dict[str, int]:
