@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from mockbroker import cli_values as values
 from mockbroker import early_signals
 from mockbroker.cli_serve_args import add_serve_parser
+from mockbroker.cli_values import fail
 from mockbroker.codec_errors import CodecError
 from mockbroker.errors import KafkaError
 from mockbroker.protocol import api
@@ -70,13 +71,6 @@ def _terminal_columns() -> int:
     return columns if columns > 0 else 80
 
 
-def _fail(message: str) -> NoReturn:
-    """One line on stderr (``mockbroker ...: error: ...``) and exit status 2, as argparse's errors."""
-    sys.stderr.write(" ".join(str(message).split()) + "\n")
-    sys.stderr.flush()
-    raise SystemExit(2)
-
-
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser (and, through ``add_subparsers``, every subparser) using :class:`_Formatter`,
     whose errors are one line (no usage block: ``--help`` shows it)."""
@@ -88,7 +82,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        _fail(f"{self.prog}: error: {message} (see {self.prog} --help)")
+        fail(f"{self.prog}: error: {message} (see {self.prog} --help)")
 
 
 def _version() -> str:
@@ -149,9 +143,9 @@ def _check_serve(args: argparse.Namespace, blame: Callable[[str], str | None] | 
         try:
             return fn(*fn_args)
         except KafkaError as exc:
-            _fail(f"mockbroker serve: error: argument {flag}: {exc.message}")
+            fail(f"mockbroker serve: error: argument {flag}: {exc.message}")
         except ValueError as exc:
-            _fail(f"mockbroker serve: error: argument {flag}: {_without_head(str(exc))}")
+            fail(f"mockbroker serve: error: argument {flag}: {_without_head(str(exc))}")
 
     configs = dict(args.config)
     check("--config", BrokerConfig, configs)
@@ -161,14 +155,14 @@ def _check_serve(args: argparse.Namespace, blame: Callable[[str], str | None] | 
     if args.listeners:
         for spec in listeners:
             if spec.port and spec.port + args.brokers - 1 > 65535:  # broker n listens on port + n
-                _fail(f"mockbroker serve: error: argument --listeners: {args.brokers} brokers from port "
-                          f"{spec.port} ({spec.name}) go past port 65535")
+                fail(f"mockbroker serve: error: argument --listeners: {args.brokers} brokers from port "
+                     f"{spec.port} ({spec.name}) go past port 65535")
     check("--advertised-listeners", parse_advertised, args.advertised_listeners, listeners)
     check("--racks", parse_racks, args.racks, args.brokers)
     replication = int(configs.get("default.replication.factor", 1))
     if args.topic and replication > args.brokers:  # the --topic topics are created as the brokers start
-        _fail(f"mockbroker serve: error: argument --config: default.replication.factor={replication} is more than "
-              f"the {args.brokers} broker(s) the --topic topics can be placed on (--brokers)")
+        fail(f"mockbroker serve: error: argument --config: default.replication.factor={replication} is more than "
+             f"the {args.brokers} broker(s) the --topic topics can be placed on (--brokers)")
     seed = None
     if args.seed:  # (the seed files are read by MockCluster, below)
         from mockbroker.seed import from_flags
@@ -191,9 +185,9 @@ def _check_serve(args: argparse.Namespace, blame: Callable[[str], str | None] | 
         message = (exc.message or str(exc)) if isinstance(exc, KafkaError) else str(exc)
         source = blame(message) if blame is not None else None
         if source is not None:
-            _fail(f"mockbroker serve: error: --kafka-env: {source}: {_without_head(message)}")
+            fail(f"mockbroker serve: error: --kafka-env: {source}: {_without_head(message)}")
         flag = "--seed" if seed is not None and _is_seed_error(exc) else _flag_of(message)
-        _fail(f"mockbroker serve: error: {'argument ' + flag + ': ' if flag else ''}{_without_head(message)}")
+        fail(f"mockbroker serve: error: {'argument ' + flag + ': ' if flag else ''}{_without_head(message)}")
 
 
 def _is_seed_error(exc: BaseException) -> bool:

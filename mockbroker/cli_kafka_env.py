@@ -22,15 +22,14 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from mockbroker import early_signals
+from mockbroker.cli_values import fail
 from mockbroker.kafka_env import KafkaEnv, KafkaEnvError, mounted_dir, read_env
 
 log = logging.getLogger("mockbroker.kafka_env")
 
 
 def _fail(message: str) -> NoReturn:
-    sys.stderr.write(f"mockbroker serve: error: --kafka-env: {' '.join(message.split())}\n")
-    sys.stderr.flush()
-    raise SystemExit(2)
+    fail(f"mockbroker serve: error: --kafka-env: {message}")
 
 
 def read(environ: Mapping[str, str]) -> KafkaEnv:

@@ -6,17 +6,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from typing import Any, NoReturn
+from typing import Any
 
 from mockbroker import cli_values as values
-
-
-def _fail(message: str) -> NoReturn:
-    """One line on stderr and exit status 2, as argparse's errors."""
-    sys.stderr.write(" ".join(str(message).split()) + "\n")
-    sys.stderr.flush()
-    raise SystemExit(2)
 
 
 def _env(name: str, default: str | None) -> str | None:
@@ -27,12 +19,10 @@ def _env(name: str, default: str | None) -> str | None:
 
 def _env_flag(name: str) -> bool:
     """A switch's default from ``$name``: true/false, 1/0, yes/no, on/off (empty: off); else one line, exit 2."""
-    raw = os.environ.get(name, "").strip().lower()
-    if raw in ("", "0", "false", "no", "off"):
-        return False
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    _fail(f"mockbroker serve: error: ${name}: {raw!r} is not true or false")
+    try:
+        return values.switch(os.environ.get(name, ""))
+    except ValueError as exc:
+        values.fail(f"mockbroker serve: error: ${name}: {exc}")
 
 
 def _add_security_arguments(serve: Any) -> None:

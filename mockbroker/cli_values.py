@@ -6,10 +6,30 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from typing import NoReturn
 
 from mockbroker.errors import KafkaError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+SWITCH_ON, SWITCH_OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr (``mockbroker ...: error: ...``) and exit status 2, as argparse's errors."""
+    sys.stderr.write(" ".join(str(message).split()) + "\n")
+    sys.stderr.flush()
+    raise SystemExit(2)
+
+
+def switch(text: str) -> bool:
+    """An on/off setting's text: true/false, 1/0, yes/no, on/off, any case (empty: off); ValueError otherwise."""
+    raw = text.strip().lower()
+    if raw in SWITCH_OFF:
+        return False
+    if raw in SWITCH_ON:
+        return True
+    raise ValueError(f"{raw!r} is not true or false")
 
 
 def port(text: str) -> int:

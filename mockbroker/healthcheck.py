@@ -10,19 +10,29 @@ import sys
 import urllib.request
 from collections.abc import Mapping
 
+from mockbroker.cli_values import switch
 from mockbroker.kafka_env import KafkaEnvError, mounted_dir, read_env
+from mockbroker.server.listeners import WILDCARDS
 
 
 def _target(environ: Mapping[str, str]) -> str | None:
     """The URL to ask, or None when there is nothing to ask (a controller-only service)."""
-    if environ.get("MOCKBROKER_KAFKA_ENV", "").strip().lower() in ("1", "true", "yes", "on"):
+    if _switched_on(environ.get("MOCKBROKER_KAFKA_ENV", "")):
         kenv = read_env(environ, mounted_dir(environ))
         if kenv.controller_only:
             return None
         if kenv.registry is not None and not kenv.kafka_given:
-            host = "127.0.0.1" if kenv.registry.host in ("0.0.0.0", "::", "") else kenv.registry.host
+            host = "127.0.0.1" if kenv.registry.host in WILDCARDS else kenv.registry.host
             return f"http://{host}:{kenv.registry.port}/"
     return f"http://127.0.0.1:{environ.get('MOCKBROKER_CONTROL_PORT', '9644')}/health"
+
+
+def _switched_on(text: str) -> bool:
+    """serve --kafka-env's default read as serve reads it (a value serve would refuse counts as off here)."""
+    try:
+        return switch(text)
+    except ValueError:
+        return False
 
 
 def main() -> int:
