@@ -296,6 +296,9 @@ def _jaas_file_users(env: Mapping[str, str], out: KafkaEnv) -> None:
     """The images' SASL: a JAAS file named in KAFKA_OPTS (``-Djava.security.auth.login.config=PATH``) whose
     ``KafkaServer`` section lists PLAIN users (PlainLoginModule's ``user_NAME="password"``).  They become each SASL
     listener's ``plain.sasl.jaas.config`` (unless the variables set one), which the mock reads for its users."""
+    from mockbroker.errors import KafkaError
+    from mockbroker.server.listeners import parse_listeners
+
     options = env.get("KAFKA_OPTS", "")
     if JAAS_OPTION not in options:
         return
@@ -304,30 +307,32 @@ def _jaas_file_users(env: Mapping[str, str], out: KafkaEnv) -> None:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise KafkaEnvError(f"KAFKA_OPTS: the JAAS file {path} cannot be read: {exc.strerror or exc}") from None
-    users = jaas_plain_users(text)
+    users = jaas_file_users(text)
     if not users:
         out.not_needed.append(("KAFKA_OPTS", f"{path}: no PlainLoginModule user_NAME option in a KafkaServer section"))
         return
     line = PLAIN_MODULE + " required " + " ".join(f'user_{name}="{password}"' for name, password in users.items()) + ";"
-    protocols = {"SASL_PLAINTEXT", "SASL_SSL"}
-    mapping = dict(item.split(":", 1) for item in (out.protocol_map or "").upper().split(",") if ":" in item)
-    for listener in (out.listeners or "").split(","):
-        name = listener.partition("://")[0].strip().upper()
-        if name and (name in protocols or mapping.get(name, "").strip() in protocols):
-            key = f"listener.name.{name.lower()}.plain.sasl.jaas.config"
-            if key not in out.configs:
-                out.configs[key] = line
-                out.origins[key] = ("KAFKA_OPTS", line)
+    try:
+        listeners = parse_listeners(out.listeners, out.protocol_map)
+    except KafkaError:  # serve names a listener it cannot take, with the flag's check
+        return
+    for spec in listeners:
+        key = f"listener.name.{spec.name.lower()}.plain.sasl.jaas.config"
+        if spec.uses_sasl and key not in out.configs:
+            out.configs[key] = line
+            out.origins[key] = ("KAFKA_OPTS", line)
 
 
-def jaas_plain_users(text: str) -> dict[str, str]:
+def jaas_file_users(text: str) -> dict[str, str]:
     """``user_NAME="password"`` options of PlainLoginModule entries in a JAAS file's KafkaServer sections (also the
     listener-prefixed ``sasl_plaintext.KafkaServer`` ones)."""
+    from mockbroker.server.security import plain_users
+
     users: dict[str, str] = {}
     for section in re.finditer(r"(?:^|[\s;}])(?:[\w.-]+\.)?KafkaServer\s*\{(.*?)\}\s*;", text, re.S):
         for entry in section.group(1).split(";"):
-            if PLAIN_MODULE in entry or "PlainLoginModule" in entry:
-                users.update({m.group(1): m.group(2) for m in re.finditer(r'user_([^\s=]+)\s*=\s*"([^"]*)"', entry)})
+            if "PlainLoginModule" in entry:
+                users.update(plain_users(entry))
     return users
 
 

@@ -182,6 +182,15 @@ def check_listener_keys(config: Settings, listeners: list[ListenerSpec]) -> None
                 raise ValueError(f"unknown config {key}: did you mean listener.name.{listener}.{near[0]}?")
 
 
+# PlainLoginModule's user list: user_NAME="password" (Kafka user names may hold dashes and dots)
+_PLAIN_USER = re.compile(r'\buser_([^\s=;"]+)\s*=\s*(?:"([^"]*)"|([^\s;"]+))')
+
+
+def plain_users(jaas: str) -> dict[str, str]:
+    """The ``user_NAME="password"`` options of a JAAS text (a PlainLoginModule entry): name -> password."""
+    return {m.group(1): m.group(2) if m.group(2) is not None else m.group(3) for m in _PLAIN_USER.finditer(jaas)}
+
+
 def jaas_plain_users(config: Settings) -> dict[str, str]:
     """The PLAIN users of every ``listener.name.<listener>.plain.sasl.jaas.config`` (PlainLoginModule's
     ``user_NAME="password"`` options, Kafka's own way to list them).  The mock keeps one user list for the
@@ -190,10 +199,7 @@ def jaas_plain_users(config: Settings) -> dict[str, str]:
     users: dict[str, str] = {}
     for key, value in given.items():
         if isinstance(key, str) and key.startswith("listener.name.") and key.endswith(".plain.sasl.jaas.config"):
-            from mockbroker.server.oauthbearer import jaas_options  # (its json only when such a key is given)
-
-            users.update({name[len("user_"):]: password for name, password in jaas_options(value).items()
-                          if name.startswith("user_") and len(name) > len("user_")})
+            users.update(plain_users(str(value)))
     return users
 
 

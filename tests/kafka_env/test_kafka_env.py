@@ -140,10 +140,22 @@ def test_the_variables_win_over_a_mounted_file(tmp_path: Path) -> None:
 
 
 def test_plain_users_of_a_jaas_files_kafka_server_sections() -> None:
-    from mockbroker.kafka_env import jaas_plain_users
+    from mockbroker.kafka_env import jaas_file_users
 
     text = ('KafkaServer {\n org.apache.kafka.common.security.plain.PlainLoginModule required\n username="admin"\n'
             ' password="admin-secret" user_admin="admin-secret"\n user_alice="alice-secret";\n};\n'
             'sasl_ssl.KafkaServer { org.apache.kafka.common.security.plain.PlainLoginModule required user_bob="b"; };\n'
             'Client { org.apache.zookeeper.server.auth.DigestLoginModule required user_zk="no"; };\n')
-    assert jaas_plain_users(text) == {"admin": "admin-secret", "alice": "alice-secret", "bob": "b"}
+    assert jaas_file_users(text) == {"admin": "admin-secret", "alice": "alice-secret", "bob": "b"}
+
+
+def test_one_plain_user_parser_serves_jaas_files_and_listener_configs() -> None:
+    """mockbroker.server.security.plain_users reads both: names with dashes and dots, quoted or bare values."""
+    from mockbroker.server.security import jaas_plain_users, plain_users
+
+    entry = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="x" '
+             'user_svc-orders.eu="s1" user_bob=b2;')
+    assert plain_users(entry) == {"svc-orders.eu": "s1", "bob": "b2"}
+    assert jaas_plain_users({"listener.name.sasl_plaintext.plain.sasl.jaas.config": entry,
+                             "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": 'user_no="x";'}) == {
+        "svc-orders.eu": "s1", "bob": "b2"}
