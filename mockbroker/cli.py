@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         if special is not None:
             return special
         assert isinstance(parser, _Parser) and parser.serve is not None
-        parser.serve.set_defaults(**cli_kafka_env.serve_defaults(kafka_env, []))
+        parser.serve.set_defaults(**cli_kafka_env.serve_defaults(kafka_env))
         args = parser.parse_args(argv)
         cli_kafka_env.announce(kafka_env)
     cluster = _check_serve(args, kafka_env.source_of if kafka_env is not None else None)  # before anything listens

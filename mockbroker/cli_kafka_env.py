@@ -41,7 +41,7 @@ def read(environ: Mapping[str, str]) -> KafkaEnv:
         _fail(str(exc))
 
 
-def serve_defaults(kenv: KafkaEnv, config_default: list[tuple[str, str]]) -> dict[str, Any]:
+def serve_defaults(kenv: KafkaEnv) -> dict[str, Any]:
     """Defaults for serve's flags from the variables (flags given on the command line still win)."""
     out: dict[str, Any] = {}
     if kenv.listeners:
@@ -51,13 +51,10 @@ def serve_defaults(kenv: KafkaEnv, config_default: list[tuple[str, str]]) -> dic
     if kenv.protocol_map:
         out["listener_security_protocol_map"] = kenv.protocol_map
     if kenv.configs:  # before the --config items, which win (a later item of the same key overrides)
-        out["config"] = sorted(kenv.configs.items()) + list(config_default)
+        out["config"] = sorted(kenv.configs.items())
     if kenv.registry is not None:
         out["schema_registry_host"] = kenv.registry.host
         out["schema_registry_port"] = kenv.registry.port
-        if kenv.registry.kafkastore:
-            kenv.not_needed.append(("SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS",
-                                    "the registry keeps _schemas on this process's brokers"))
     return out
 
 

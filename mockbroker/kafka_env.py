@@ -378,6 +378,9 @@ def _registry(env: Mapping[str, str], kafka: KafkaEnv) -> RegistryEnv | None:
     timeout = settings.get("kafkastore.init.timeout.ms", ("", "60000"))
     if not timeout[1].strip().isdigit():
         raise KafkaEnvError(f"{timeout[0]}: {timeout[1]!r} is not a number of milliseconds")
+    if servers and kafka.kafka_given:  # a broker service serving its own registry
+        kafka.not_needed.append(("SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS",
+                                 "the registry keeps _schemas on this process's brokers"))
     return RegistryEnv(host, port, servers, level, int(timeout[1]) / 1000)
 
 
