@@ -109,6 +109,16 @@ class CredentialStore:
         code = SCRAM_BY_NAME.get(mechanism)
         return self._scram.get(name, {}).get(code) if code is not None else None
 
+    # -- what a restart keeps (mockbroker.store.metadata) ---------------------------------------------
+    def scram_credentials(self) -> dict[str, dict[int, ScramCredential]]:
+        """Every user's SCRAM credentials by mechanism code (a copy): what Kafka's metadata log keeps."""
+        return {name: dict(creds) for name, creds in self._scram.items() if creds}
+
+    def put_scram(self, name: str, mechanism: int, credential: ScramCredential) -> None:
+        """Keep ``credential`` (salt, stored key, server key, iterations as kept) for ``name`` and ``mechanism``."""
+        self._check_name_and_mechanism(name, mechanism)
+        self._scram.setdefault(name, {})[mechanism] = credential
+
     # -- DescribeUserScramCredentials ----------------------------------------------------------
     def describe(self, names: Iterable[str] | None) -> list[tuple[str, int, str | None, list[tuple[int, int]]]]:
         """(user, error code, message, [(mechanism, iterations)]) per user; ``None``: every user with a
