@@ -418,7 +418,9 @@ class _Plan:
 def _apply(state: ClusterState, plan: _Plan) -> None:
     from mockbroker.state.elections import leaderless
 
-    state.config.set("cluster.id", plan.cluster_id)
+    state.config.set("cluster.id", plan.cluster_id)  # the document's id wins over the one the cluster was made with
+    if "cluster.id" in state.config.static:
+        state.config.static["cluster.id"] = plan.cluster_id
     held = leaderless(state)
     for topic, last in plan.topics:
         state.topics[topic.name] = topic
