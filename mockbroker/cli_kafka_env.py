@@ -131,6 +131,9 @@ async def _registry_only(kenv: KafkaEnv) -> int:
         print(f"mockbroker serve: error: --kafka-env: SCHEMA_REGISTRY_LISTENERS: cannot listen: "
               f"{exc.strerror or exc}", file=sys.stderr, flush=True)
         return 2
+    except StoreUnreachable as exc:  # _schemas could not be read back
+        print(f"mockbroker serve: error: --kafka-env: {exc}", file=sys.stderr, flush=True)
+        return 2
     print(f"schema.registry.url={registry.url}", flush=True)
     try:
         await stop.wait()

@@ -24,6 +24,8 @@ from aiohttp import web
 from mockbroker.http_site import HttpSite
 from mockbroker.registry.errors import RegistryError
 from mockbroker.registry.faults import RegistryFault
+from mockbroker.registry.remote import StoreUnreachable
+from mockbroker.registry.replay import apply_records
 from mockbroker.registry.routes import CONTENT_TYPE, REGISTRY, add_routes
 from mockbroker.registry.state import RegistryState
 from mockbroker.registry.store import TOPIC, TOPIC_CONFIGS, SchemasTopic
@@ -81,7 +83,17 @@ class SchemaRegistry(HttpSite):
         add_routes(self.app)
 
     async def start(self) -> None:
+        """Create ``_schemas`` when missing, read it from its beginning (the state rebuilt from what an earlier
+        registry wrote: ids, versions, deletes, levels, modes), then listen."""
         self._create_topic()
+        try:
+            records = await self.store.read()
+        except RegistryError as exc:
+            raise StoreUnreachable(exc.message) from None
+        applied = apply_records(self.state, records)
+        if applied:
+            log.info("schema registry: %d _schemas records read back: %d schemas, %d subjects, next id %d",
+                     applied, len(self.state.schemas), len(self.state.subjects), self.state.next_id)
         await super().start()
 
     @property
