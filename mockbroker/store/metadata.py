@@ -81,7 +81,8 @@ def _capture_topic(state: ClusterState, topic: Topic) -> dict[str, Any]:
 
 
 def capture(state: ClusterState) -> dict[str, Any]:
-    """The cluster's metadata (see the module docstring) as JSON-able data: ``json.dumps`` takes it as is."""
+    """The cluster's metadata (see the module docstring) as JSON-able data: ``json.dumps`` takes it as is.
+    Run it where the state is owned: on a running cluster's loop (``cluster.call(capture, cluster.state)``)."""
     made = state.__dict__  # parts never made (coordinators, config layers) hold nothing to keep
     doc: dict[str, Any] = {"format": FORMAT, "cluster_id": state.cluster_id,
                            "topics": [_capture_topic(state, t) for t in state.topics.values()],

@@ -161,6 +161,12 @@ def test_restored_cluster_describes_the_same(first: MockCluster) -> None:
         assert after == before
         assert set(before["topics"]) == {"orders", "events", "plain"}
         assert before["topics"]["orders"][2] == [(0, 1, [1, 2]), (1, 2, [2, 0]), (2, 0, [0, 1])]
+        assert len(before["acls"]) == 2 and len(before["quotas"]) == 2
+        assert before["scram"] == {"carol": [(ScramMechanism.SCRAM_SHA_256, 8192)]}
+        assert before["client_metrics"]["interval.ms"] == "2000"
+        assert before["configs"]["ResourceType.TOPIC:orders"]["retention.ms"][0] == "3600000"
+        assert before["configs"]["ResourceType.GROUP:billing"]["consumer.session.timeout.ms"][0] == "20000"
+        assert before["configs"]["ResourceType.BROKER:1"]["log.cleaner.backoff.ms"][0] == "2500"
         # the SCRAM user made by AlterUserScramCredentials logs in to the restored cluster
         sasl = AdminClient({"bootstrap.servers": second.bootstrap_for("SASL_PLAINTEXT"),
                             "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
