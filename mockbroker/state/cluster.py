@@ -123,6 +123,9 @@ class ClusterState:
         groups = GroupCoordinator(self.clock, self.config["group.initial.rebalance.delay.ms"])
         groups.consumer_logic = ConsumerGroupLogic(self.clock, self.partition_counts, self.config)
         groups.consumer_logic.group_config = self.group_config_value
+        from mockbroker.state.offsets_topic import OffsetsTopicWriter
+
+        groups.records = OffsetsTopicWriter(self)  # every change also written to __consumer_offsets
         return groups
 
     @cached_property

@@ -1,0 +1,150 @@
+"""The group coordinator's changes written to ``__consumer_offsets`` as Kafka writes them.
+
+Each change appends one plain (non-transactional) v2 batch, CreateTime = the clock's now, to the
+partition Kafka keeps the group in (``internal_topics.partition_for(group_id, partitions)``; the
+topic is created with Kafka's settings when missing):
+
+- OffsetCommit: one OffsetCommit record per partition (key v1; value v3, or v1 with an expire
+  timestamp); TxnOffsetCommit offsets are written when their transaction commits (nothing on abort);
+- OffsetDelete, a deleted topic's offsets and DeleteGroups: OffsetCommit tombstones;
+- a classic group: GroupMetadata (value v3) when a rebalance ends (the leader's SyncGroup, a static
+  member replaced without rebalance) and when the group turns empty, its tombstone on deletion;
+- a KIP-848 consumer group: ConsumerGroupMemberMetadata, ConsumerGroupMetadata (the group epoch),
+  ConsumerGroupTargetAssignmentMember/Metadata and ConsumerGroupCurrentMemberAssignment whenever they
+  change, tombstones for a member that leaves and for the whole group on deletion (or when it turns
+  classic).  ConsumerGroupPartitionMetadata is not written (Kafka 4.x no longer does).
+
+Group records are written by difference: the writer keeps, per group, the records it last wrote
+(key -> value) and writes what differs from the group's present image.  Deviation: Kafka also writes an
+empty GroupMetadata when a classic group is created by its first JoinGroup; the mock writes it when
+that join completes (or the group turns empty).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from mockbroker.state import offsets_records as recs
+from mockbroker.state.group_offsets import COMPLETING, PREPARING
+from mockbroker.state.inspect import append_records
+from mockbroker.state.internal_topics import CONSUMER_OFFSETS, ensure, partition_for
+
+_MEMBER_TYPES = (recs.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, recs.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                 recs.CONSUMER_GROUP_MEMBER_METADATA)
+Image = dict[bytes, tuple[bytes, bytes]]  # key -> (value to compare, value to write)
+OffsetRow = tuple[str, int, int, int, str | None]  # topic, partition, offset, leader epoch, metadata
+
+
+class OffsetsTopicWriter:
+    """Appends the group coordinator's records to ``__consumer_offsets`` of ``cluster`` (a ClusterState)."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.written: dict[str, dict[bytes, bytes]] = {}  # group id -> its live group records (key -> value)
+
+    # -- appending ---------------------------------------------------------------------------------
+    def append(self, group_id: str, items: list[tuple[bytes, bytes | None]]) -> None:
+        """One batch with ``items`` (key, value or None) in the group's partition."""
+        if not items:
+            return
+        cluster = self.cluster
+        topic = ensure(cluster, CONSUMER_OFFSETS)
+        log = topic.partitions[partition_for(group_id, len(topic.partitions))]
+        size_before = log.size_bytes
+        append_records(log, [(k, v, []) for k, v in items], cluster.clock.now_ms())
+        cluster.memory_cap.added(log, size_before)
+
+    # -- offsets -----------------------------------------------------------------------------------
+    def offsets(self, group_id: str, rows: Iterable[OffsetRow], expire_ms: int = -1) -> None:
+        now = self.cluster.clock.now_ms()
+        self.append(group_id, [(recs.offset_key(group_id, topic, partition),
+                                recs.offset_value(offset, epoch, metadata, now, expire_ms))
+                               for topic, partition, offset, epoch, metadata in rows])
+
+    def offset_tombstones(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
+        self.append(group_id, [(recs.offset_key(group_id, t, p), None) for t, p in partitions])
+
+    # -- groups ------------------------------------------------------------------------------------
+    def group_changed(self, group: Any) -> None:
+        """Write what changed in ``group`` (a groups.Group) since its records were last written."""
+        image = self.image(group)
+        if image is None:
+            return
+        old = self.written.get(group.group_id, {})
+        member_gone: list[tuple[bytes, bytes | None]] = []
+        group_gone: list[tuple[bytes, bytes | None]] = []
+        for key in old:
+            if key not in image:
+                (member_gone if key[1] in _MEMBER_TYPES else group_gone).append((key, None))
+        upserts = [(key, write) for key, (compare, write) in image.items() if old.get(key) != compare]
+        member_gone.sort(key=lambda item: -item[0][1])  # as Kafka: current assignment, target, then member
+        items: list[tuple[bytes, bytes | None]] = [*member_gone, *upserts, *group_gone]
+        if items:
+            self.written[group.group_id] = {key: compare for key, (compare, _) in image.items()}
+            self.append(group.group_id, items)
+
+    def group_deleted(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
+        """DeleteGroups: tombstones for the group's offsets and for its group records."""
+        items: list[tuple[bytes, bytes | None]] = [(recs.offset_key(group_id, t, p), None) for t, p in partitions]
+        items += [(key, None) for key in self.written.pop(group_id, {})]
+        self.append(group_id, items)
+
+    def image(self, group: Any) -> Image | None:
+        """The group records ``group`` stands for now; None while a classic group rebalances (Kafka
+        writes nothing until the rebalance ends)."""
+        if group.consumer is not None:
+            return self._consumer_image(group.group_id, group.consumer)
+        if group.state in (PREPARING, COMPLETING):
+            return None
+        key = recs.encode_key(recs.GROUP_METADATA, group=group.group_id)
+        members = [dict(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                        client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+                        session_timeout=m.session_timeout_ms,
+                        subscription=dict(m.protocols).get(group.protocol_name or "", b""), assignment=m.assignment)
+                   for m in group.members.values()]
+        mod = recs.value_module(recs.GROUP_METADATA)
+
+        def value(stamp: int) -> bytes:
+            return recs.encode_value(recs.GROUP_METADATA, recs.GROUP_METADATA_VALUE_VERSION,
+                                     protocol_type=group.protocol_type or "", generation=group.generation,
+                                     protocol=group.protocol_name, leader=group.leader, current_state_timestamp=stamp,
+                                     members=[mod.MemberMetadata(**m) for m in members])
+
+        return {key: (value(-1), value(self.cluster.clock.now_ms()))}
+
+    def _consumer_image(self, group_id: str, g: Any) -> Image:
+        topics = self.cluster.topics
+        vmod = {t: recs.value_module(t) for t in (recs.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                                                    recs.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT)}
+
+        def parts(mod: Any, assigned: dict[str, set[int]]) -> list[Any]:
+            struct = mod.TopicPartition if hasattr(mod, "TopicPartition") else mod.TopicPartitions
+            return [struct(topic_id=topics[t].topic_id, partitions=sorted(p))
+                    for t, p in sorted(assigned.items()) if p and t in topics]
+
+        out: Image = {}
+
+        def put(record_type: int, key_fields: dict[str, Any], **value: Any) -> None:
+            encoded = recs.encode_value(record_type, 0, **value)
+            out[recs.encode_key(record_type, group_id=group_id, **key_fields)] = (encoded, encoded)
+
+        members = sorted(g.members.values(), key=lambda m: m.member_id)
+        for m in members:
+            put(recs.CONSUMER_GROUP_MEMBER_METADATA, {"member_id": m.member_id}, instance_id=m.instance_id,
+                rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
+                subscribed_topic_names=sorted(m.subscribed), subscribed_topic_regex=m.regex,
+                rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.assignor, classic_member_metadata=None)
+        put(recs.CONSUMER_GROUP_METADATA, {}, epoch=g.group_epoch)
+        mod = vmod[recs.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER]
+        for member_id in sorted(g.target):
+            put(recs.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, {"member_id": member_id},
+                topic_partitions=parts(mod, g.target[member_id]))
+        put(recs.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, {}, assignment_epoch=g.assignment_epoch)
+        mod = vmod[recs.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT]
+        for m in members:
+            put(recs.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, {"member_id": m.member_id},
+                member_epoch=-2 if m.left_static else m.epoch, previous_member_epoch=m.previous_epoch,
+                state=1 if m.revoking else 0, assigned_partitions=parts(mod, m.assigned),
+                partitions_pending_revocation=parts(mod, m.revoking))
+        return out
