@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 
-
 def _groups(state: Any) -> None:
     """The group coordinator from ``__consumer_offsets`` (mockbroker.state.offsets_replay; imported here
     only when run, so importing this module stays cheap)."""

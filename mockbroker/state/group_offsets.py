@@ -76,6 +76,10 @@ class GroupOffsets:
     def group(self, group_id: str) -> Group:  # provided by GroupCoordinator
         raise NotImplementedError
 
+    def _commit_ms(self) -> int:
+        """The commit timestamp of offsets stored now (-1 for a coordinator made without a clock: unit tests)."""
+        return self.clock.now_ms() if self.clock is not None else -1  # type: ignore[no-any-return]
+
     def commit(self, group_id: str, member_id: str, generation: int,
                offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None,
                api_version: int = 9) -> None:
@@ -134,7 +138,7 @@ class GroupOffsets:
         """Store committed offsets (checked by :meth:`check_commit`); ``expire_ms``: the expire timestamp an
         OffsetCommit v2-4 retention time sets (-1: none), kept and written as Kafka does."""
         group = self.group(group_id)
-        now = self.clock.now_ms()
+        now = self._commit_ms()
         for topic, partition, offset, epoch, metadata in offsets:
             group.offsets[(topic, partition)] = (offset, epoch, metadata)
             group.offset_times[(topic, partition)] = (now, expire_ms)
@@ -159,7 +163,7 @@ class GroupOffsets:
         pending = group.pending_txn.pop(producer_id, None) if group else None
         if pending and commit and group is not None:
             group.offsets.update(pending)
-            now = self.clock.now_ms()
+            now = self._commit_ms()
             group.offset_times.update(dict.fromkeys(pending, (now, -1)))
             if self.records is not None:  # written when the transaction commits (the mock's choice: see offsets_topic)
                 self.records.offsets(group_id, [(t, p, *held) for (t, p), held in pending.items()])
