@@ -78,7 +78,7 @@ class GroupOffsets:
 
     def _commit_ms(self) -> int:
         """The commit timestamp of offsets stored now (-1 for a coordinator made without a clock: unit tests)."""
-        return self.clock.now_ms() if self.clock is not None else -1  # type: ignore[no-any-return]
+        return self.clock.now_ms() if self.clock is not None else -1
 
     def commit(self, group_id: str, member_id: str, generation: int,
                offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None,
