@@ -59,8 +59,7 @@ def value_module(record_type: int) -> ModuleType:
 
 def _encode(mod: ModuleType, version: int, obj: Any) -> bytes:
     out = bytearray(_VERSION.pack(version))
-    holes: list[Any] = []
-    api.encode_message(mod, version, obj, out, holes)
+    api.encode_message(mod, version, obj, out, [])
     return bytes(out)  # (no holes: these structs carry no record sets)
 
 
@@ -85,8 +84,17 @@ def offset_value(offset: int, leader_epoch: int, metadata: str | None, commit_ms
     (with the leader epoch), or v1 when the commit set an expire timestamp (OffsetCommit v2-4's
     retention time)."""
     version = OFFSET_VALUE_VERSION_EXPIRING if expire_ms >= 0 else OFFSET_VALUE_VERSION
-    return encode_value(OFFSET_COMMIT, version, offset=offset, leader_epoch=leader_epoch, metadata=metadata or "",
-                        commit_timestamp=commit_ms, expire_timestamp=expire_ms)
+    mod = _OFFSET_VALUE or _offset_value_module()
+    return _encode(mod, version, mod.ROOT(offset, leader_epoch, metadata or "", commit_ms, expire_ms))
+
+
+_OFFSET_VALUE: ModuleType | None = None
+
+
+def _offset_value_module() -> ModuleType:
+    global _OFFSET_VALUE
+    _OFFSET_VALUE = value_module(OFFSET_COMMIT)
+    return _OFFSET_VALUE
 
 
 def decode(key: bytes | memoryview, value: bytes | memoryview | None) -> tuple[int, Any, int, Any]:

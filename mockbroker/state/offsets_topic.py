@@ -25,14 +25,37 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from mockbroker import records as rec
+from mockbroker.records.varint import append_varint
 from mockbroker.state import offsets_records as recs
 from mockbroker.state.group_offsets import COMPLETING, PREPARING
-from mockbroker.state.inspect import append_records
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS, ensure, partition_for
+from mockbroker.state.log import StoredBatch
 
 _MEMBER_TYPES = (recs.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, recs.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
                  recs.CONSUMER_GROUP_MEMBER_METADATA)
 Image = dict[bytes, tuple[bytes, bytes]]  # key -> (value to compare, value to write)
+KEYS_KEPT = 100_000  # OffsetCommit keys kept encoded (each commit of a partition writes the same key again)
+
+
+def records_body(items: list[tuple[bytes, bytes | None]]) -> bytearray:
+    """The records of a v2 batch (no attributes, timestamp delta 0, offset delta = index, no headers):
+    what records.build_batch makes of them, without its general cases (OffsetCommit's cost)."""
+    out = bytearray()
+    for index, (key, value) in enumerate(items):
+        one = bytearray(2)  # attributes 0, timestamp delta 0
+        append_varint(one, index)
+        append_varint(one, len(key))
+        one += key
+        if value is None:
+            one.append(1)  # a null value: length -1
+        else:
+            append_varint(one, len(value))
+            one += value
+        one.append(0)  # no headers
+        append_varint(out, len(one))
+        out += one
+    return out
 OffsetRow = tuple[str, int, int, int, str | None]  # topic, partition, offset, leader epoch, metadata
 
 
@@ -42,6 +65,7 @@ class OffsetsTopicWriter:
     def __init__(self, cluster: Any) -> None:
         self.cluster = cluster
         self.written: dict[str, dict[bytes, bytes]] = {}  # group id -> its live group records (key -> value)
+        self._keys: dict[tuple[str, str, int], bytes] = {}
 
     # -- appending ---------------------------------------------------------------------------------
     def append(self, group_id: str, items: list[tuple[bytes, bytes | None]]) -> None:
@@ -52,13 +76,24 @@ class OffsetsTopicWriter:
         topic = ensure(cluster, CONSUMER_OFFSETS)
         log = topic.partitions[partition_for(group_id, len(topic.partitions))]
         size_before = log.size_bytes
-        append_records(log, [(k, v, []) for k, v in items], cluster.clock.now_ms())
+        now, base, last = cluster.clock.now_ms(), log.next_offset, len(items) - 1
+        data = rec.batch_from_body(records_body(items), len(items), last, now, now, base_offset=base,
+                                   partition_leader_epoch=log.leader_epoch)
+        log.append(StoredBatch(base, base + last, now, len(data), (data,)))
         cluster.memory_cap.added(log, size_before)
+
+    def offset_key(self, group_id: str, topic: str, partition: int) -> bytes:
+        key = self._keys.get((group_id, topic, partition))
+        if key is None:
+            if len(self._keys) >= KEYS_KEPT:
+                self._keys.clear()
+            key = self._keys[(group_id, topic, partition)] = recs.offset_key(group_id, topic, partition)
+        return key
 
     # -- offsets -----------------------------------------------------------------------------------
     def offsets(self, group_id: str, rows: Iterable[OffsetRow], expire_ms: int = -1) -> None:
         now = self.cluster.clock.now_ms()
-        self.append(group_id, [(recs.offset_key(group_id, topic, partition),
+        self.append(group_id, [(self.offset_key(group_id, topic, partition),
                                 recs.offset_value(offset, epoch, metadata, now, expire_ms))
                                for topic, partition, offset, epoch, metadata in rows])
 
