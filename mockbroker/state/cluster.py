@@ -126,6 +126,8 @@ class ClusterState:
         from mockbroker.state.offsets_topic import OffsetsTopicWriter
 
         groups.records = OffsetsTopicWriter(self)  # every change also written to __consumer_offsets
+        groups.retention = (self.config["offsets.retention.minutes"] * 60_000,
+                            self.config["offsets.retention.check.interval.ms"])
         return groups
 
     @cached_property

@@ -143,7 +143,7 @@ class GroupOffsets:
             group.offsets[(topic, partition)] = (offset, epoch, metadata)
             group.offset_times[(topic, partition)] = (now, expire_ms)
         if self.records is not None:
-            self.records.offsets(group_id, offsets, expire_ms)
+            self.records.offsets(group_id, offsets, expire_ms, now)
 
     def txn_commit(self, group_id: str, producer_id: int, member_id: str, generation: int,
                    offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None) -> None:
@@ -166,7 +166,7 @@ class GroupOffsets:
             now = self._commit_ms()
             group.offset_times.update(dict.fromkeys(pending, (now, -1)))
             if self.records is not None:  # written when the transaction commits (the mock's choice: see offsets_topic)
-                self.records.offsets(group_id, [(t, p, *held) for (t, p), held in pending.items()])
+                self.records.offsets(group_id, [(t, p, *held) for (t, p), held in pending.items()], now=now)
 
     def complete_txn_in_partition(self, producer_id: int, partition: int, partitions: int, commit: bool) -> list[str]:
         """A COMMIT/ABORT marker of ``producer_id`` written to ``__consumer_offsets``-``partition`` (of

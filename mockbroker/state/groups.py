@@ -72,6 +72,7 @@ class Group:
     pending_txn: dict[int, dict[tuple[str, int], tuple[int, int, str | None]]] = field(default_factory=dict)
     # (topic, partition) -> (commit timestamp, expire timestamp or -1) of each committed offset, in clock ms
     offset_times: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    state_ms: int = -1  # when it last became Empty or Stable (GroupMetadata's currentStateTimestamp), clock ms
     consumer: ConsumerGroupState | None = None  # set while the group runs the KIP-848 protocol
 
     @property
@@ -91,6 +92,9 @@ class GroupCoordinator(GroupOffsets):
         self.consumer_logic: ConsumerGroupLogic | None = None  # the cluster wires in the KIP-848 logic
         # writes the changes to __consumer_offsets (state.offsets_topic.OffsetsTopicWriter); None: nothing written
         self.records: Any = None
+        # (offsets.retention.minutes in ms, offsets.retention.check.interval.ms): set by the cluster; None: never
+        self.retention: tuple[int, int] | None = None
+        self._next_expiry_ms: int | None = None
 
     def _changed(self, group: Group) -> None:
         """The group's membership may have changed: its records are written (by difference)."""
@@ -268,6 +272,7 @@ class GroupCoordinator(GroupOffsets):
         if not group.members:
             group.state, group.leader, group.protocol_name = EMPTY, None, None
             group.generation += 1
+            group.state_ms = self.clock.now_ms()
             self._changed(group)
             return
         group.generation += 1
@@ -313,6 +318,7 @@ class GroupCoordinator(GroupOffsets):
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
             group.state = STABLE
+            group.state_ms = self.clock.now_ms()
             self._changed(group)
             for m in group.members.values():
                 if m.sync_reply is not None:
@@ -364,6 +370,7 @@ class GroupCoordinator(GroupOffsets):
             if group.state != EMPTY:
                 group.state = EMPTY
                 group.generation += 1
+                group.state_ms = now
                 self._changed(group)
             return
         if group.state != PREPARING:
@@ -392,8 +399,17 @@ class GroupCoordinator(GroupOffsets):
                    for g in self.groups.values())
 
     def tick(self) -> None:
-        """Expire members whose session ran out and finish rebalances whose time is up."""
+        """Expire members whose session ran out, finish rebalances whose time is up, and every
+        offsets.retention.check.interval.ms expire committed offsets (mockbroker.state.offsets_expiry)."""
         now = self.clock.now_ms()
+        if self.retention is not None:
+            if self._next_expiry_ms is None:
+                self._next_expiry_ms = now + self.retention[1]
+            elif now >= self._next_expiry_ms:
+                from mockbroker.state.offsets_expiry import expire_offsets
+
+                self._next_expiry_ms = now + self.retention[1]
+                expire_offsets(self, now, self.retention[0])
         for group in list(self.groups.values()):
             if group.consumer is not None and self.consumer_logic is not None:
                 g = group.consumer

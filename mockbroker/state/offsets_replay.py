@@ -120,6 +120,7 @@ def _classic(group: Any, value: Any, now: int) -> None:
                         [(value.protocol or "", bytes(m.subscription))], now, m.client_host, bytes(m.assignment))
         group.members[m.member_id] = member
     group.state = STABLE if group.members else EMPTY
+    group.state_ms = value.current_state_timestamp
     if group.leader not in group.members:
         group.leader = next(iter(group.members), None)
 

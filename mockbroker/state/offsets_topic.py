@@ -34,7 +34,7 @@ from mockbroker.state.log import StoredBatch
 
 _MEMBER_TYPES = (recs.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, recs.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
                  recs.CONSUMER_GROUP_MEMBER_METADATA)
-Image = dict[bytes, tuple[bytes, bytes]]  # key -> (value to compare, value to write)
+Image = dict[bytes, bytes]  # a group's records: key -> value
 KEYS_KEPT = 100_000  # OffsetCommit keys kept encoded (each commit of a partition writes the same key again)
 
 
@@ -68,15 +68,17 @@ class OffsetsTopicWriter:
         self._keys: dict[tuple[str, str, int], bytes] = {}
 
     # -- appending ---------------------------------------------------------------------------------
-    def append(self, group_id: str, items: list[tuple[bytes, bytes | None]]) -> None:
-        """One batch with ``items`` (key, value or None) in the group's partition."""
+    def append(self, group_id: str, items: list[tuple[bytes, bytes | None]], now: int | None = None) -> None:
+        """One batch with ``items`` (key, value or None) in the group's partition; CreateTime ``now`` (None:
+        the clock's now)."""
         if not items:
             return
         cluster = self.cluster
         topic = ensure(cluster, CONSUMER_OFFSETS)
         log = topic.partitions[partition_for(group_id, len(topic.partitions))]
         size_before = log.size_bytes
-        now, base, last = cluster.clock.now_ms(), log.next_offset, len(items) - 1
+        now = cluster.clock.now_ms() if now is None else now
+        base, last = log.next_offset, len(items) - 1
         data = rec.batch_from_body(records_body(items), len(items), last, now, now, base_offset=base,
                                    partition_leader_epoch=log.leader_epoch)
         log.append(StoredBatch(base, base + last, now, len(data), (data,)))
@@ -91,11 +93,12 @@ class OffsetsTopicWriter:
         return key
 
     # -- offsets -----------------------------------------------------------------------------------
-    def offsets(self, group_id: str, rows: Iterable[OffsetRow], expire_ms: int = -1) -> None:
-        now = self.cluster.clock.now_ms()
+    def offsets(self, group_id: str, rows: Iterable[OffsetRow], expire_ms: int = -1, now: int | None = None) -> None:
+        """OffsetCommit records of ``rows``, committed at ``now`` (None: the clock's now)."""
+        now = self.cluster.clock.now_ms() if now is None else now
         self.append(group_id, [(self.offset_key(group_id, topic, partition),
                                 recs.offset_value(offset, epoch, metadata, now, expire_ms))
-                               for topic, partition, offset, epoch, metadata in rows])
+                               for topic, partition, offset, epoch, metadata in rows], now)
 
     def offset_tombstones(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         self.append(group_id, [(recs.offset_key(group_id, t, p), None) for t, p in partitions])
@@ -112,11 +115,11 @@ class OffsetsTopicWriter:
         for key in old:
             if key not in image:
                 (member_gone if key[1] in _MEMBER_TYPES else group_gone).append((key, None))
-        upserts = [(key, write) for key, (compare, write) in image.items() if old.get(key) != compare]
+        upserts = [(key, value) for key, value in image.items() if old.get(key) != value]
         member_gone.sort(key=lambda item: -item[0][1])  # as Kafka: current assignment, target, then member
         items: list[tuple[bytes, bytes | None]] = [*member_gone, *upserts, *group_gone]
         if items:
-            self.written[group.group_id] = {key: compare for key, (compare, _) in image.items()}
+            self.written[group.group_id] = image
             self.append(group.group_id, items)
 
     def group_deleted(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
@@ -139,14 +142,12 @@ class OffsetsTopicWriter:
                         subscription=dict(m.protocols).get(group.protocol_name or "", b""), assignment=m.assignment)
                    for m in group.members.values()]
         mod = recs.value_module(recs.GROUP_METADATA)
-
-        def value(stamp: int) -> bytes:
-            return recs.encode_value(recs.GROUP_METADATA, recs.GROUP_METADATA_VALUE_VERSION,
-                                     protocol_type=group.protocol_type or "", generation=group.generation,
-                                     protocol=group.protocol_name, leader=group.leader, current_state_timestamp=stamp,
-                                     members=[mod.MemberMetadata(**m) for m in members])
-
-        return {key: (value(-1), value(self.cluster.clock.now_ms()))}
+        value = recs.encode_value(recs.GROUP_METADATA, recs.GROUP_METADATA_VALUE_VERSION,
+                                  protocol_type=group.protocol_type or "", generation=group.generation,
+                                  protocol=group.protocol_name, leader=group.leader,
+                                  current_state_timestamp=group.state_ms,
+                                  members=[mod.MemberMetadata(**m) for m in members])
+        return {key: value}
 
     def _consumer_image(self, group_id: str, g: Any) -> Image:
         topics = self.cluster.topics
@@ -161,8 +162,8 @@ class OffsetsTopicWriter:
         out: Image = {}
 
         def put(record_type: int, key_fields: dict[str, Any], **value: Any) -> None:
-            encoded = recs.encode_value(record_type, 0, **value)
-            out[recs.encode_key(record_type, group_id=group_id, **key_fields)] = (encoded, encoded)
+            key = recs.encode_key(record_type, group_id=group_id, **key_fields)
+            out[key] = recs.encode_value(record_type, 0, **value)
 
         members = sorted(g.members.values(), key=lambda m: m.member_id)
         for m in members:
