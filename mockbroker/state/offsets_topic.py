@@ -116,7 +116,9 @@ class OffsetsTopicWriter:
             if key not in image:
                 (member_gone if key[1] in _MEMBER_TYPES else group_gone).append((key, None))
         upserts = [(key, value) for key, value in image.items() if old.get(key) != value]
-        member_gone.sort(key=lambda item: -item[0][1])  # as Kafka: current assignment, target, then member
+        # as Kafka: a member's current assignment, target and metadata; a group's target epoch, then its epoch
+        member_gone.sort(key=lambda item: -item[0][1])
+        group_gone.sort(key=lambda item: -item[0][1])
         items: list[tuple[bytes, bytes | None]] = [*member_gone, *upserts, *group_gone]
         if items:
             self.written[group.group_id] = image
@@ -125,7 +127,7 @@ class OffsetsTopicWriter:
     def group_deleted(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         """DeleteGroups: tombstones for the group's offsets and for its group records."""
         items: list[tuple[bytes, bytes | None]] = [(recs.offset_key(group_id, t, p), None) for t, p in partitions]
-        items += [(key, None) for key in self.written.pop(group_id, {})]
+        items += [(key, None) for key in sorted(self.written.pop(group_id, {}), key=lambda key: -key[1])]
         self.append(group_id, items)
 
     def image(self, group: Any) -> Image | None:

@@ -169,3 +169,22 @@ def test_txn_offset_commit_is_written_when_the_transaction_commits_not_when_it_a
     history = offsets[("txg", "t", 0)]
     assert [(where, value["offset"]) for where, value in history if value] == [(java_partition("txg"), 5)]
     assert ("txg", "t", 1) not in offsets  # the aborted transaction's offsets were never written
+
+
+def test_a_kip848_member_leaving_and_its_group_deleted_are_tombstones_in_kafkas_order() -> None:
+    with MockCluster(topics={"t": 2}, config=CONFIG) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        _fill(bootstrap)
+        _confluent_group(bootstrap, "k-gone", "consumer")  # joins, commits, leaves (close)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.delete_consumer_groups(["k-gone"])["k-gone"].result(10)
+        records = read_offsets_topic(bootstrap)
+    mine = [(r.record_type, r.value is None) for r in records if group_key(r.key) == "k-gone"]
+    assert all(r.partition == java_partition("k-gone") for r in records if group_key(r.key) == "k-gone")
+    # on leaving: the member's current assignment, target assignment and metadata tombstoned, then the group
+    # epoch and the target assignment epoch move on; on deletion: the group's own records tombstoned
+    left = mine.index((8, True))
+    assert mine[left:left + 3] == [(8, True), (7, True), (5, True)]
+    assert (3, False) in mine[left + 3:] and (6, False) in mine[left + 3:]
+    assert mine[-2:] == [(6, True), (3, True)]
+    assert offsets_of(records)[("k-gone", "t", 0)][-1][1] is None
