@@ -59,6 +59,19 @@ def records_body(items: list[tuple[bytes, bytes | None]]) -> bytearray:
 OffsetRow = tuple[str, int, int, int, str | None]  # topic, partition, offset, leader epoch, metadata
 
 
+def _frozen(parts: dict[str, set[int]]) -> tuple[Any, ...]:
+    return tuple(sorted((t, tuple(sorted(p))) for t, p in parts.items()))
+
+
+def _consumer_facts(g: Any) -> tuple[Any, ...]:
+    """Everything a KIP-848 group's records are made of, as plain values (cheaper than encoding them)."""
+    return (g.group_epoch, g.assignment_epoch,
+            tuple(sorted((mid, _frozen(parts)) for mid, parts in g.target.items())),
+            tuple(sorted((m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, tuple(m.subscribed),
+                          m.regex, m.rebalance_timeout_ms, m.assignor, m.epoch, m.previous_epoch, m.left_static,
+                          _frozen(m.assigned), _frozen(m.revoking)) for m in g.members.values())))
+
+
 class OffsetsTopicWriter:
     """Appends the group coordinator's records to ``__consumer_offsets`` of ``cluster`` (a ClusterState)."""
 
@@ -66,6 +79,8 @@ class OffsetsTopicWriter:
         self.cluster = cluster
         self.written: dict[str, dict[bytes, bytes]] = {}  # group id -> its live group records (key -> value)
         self._keys: dict[tuple[str, str, int], bytes] = {}
+        # group id -> what its KIP-848 records were last made from: a heartbeat changing nothing encodes nothing
+        self._seen: dict[str, tuple[Any, ...]] = {}
 
     # -- appending ---------------------------------------------------------------------------------
     def append(self, group_id: str, items: list[tuple[bytes, bytes | None]], now: int | None = None) -> None:
@@ -106,6 +121,13 @@ class OffsetsTopicWriter:
     # -- groups ------------------------------------------------------------------------------------
     def group_changed(self, group: Any) -> None:
         """Write what changed in ``group`` (a groups.Group) since its records were last written."""
+        if group.consumer is not None:
+            seen = _consumer_facts(group.consumer)
+            if self._seen.get(group.group_id) == seen and group.group_id in self.written:
+                return
+            self._seen[group.group_id] = seen
+        else:
+            self._seen.pop(group.group_id, None)
         image = self.image(group)
         if image is None:
             return
@@ -126,6 +148,7 @@ class OffsetsTopicWriter:
 
     def group_deleted(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         """DeleteGroups: tombstones for the group's offsets and for its group records."""
+        self._seen.pop(group_id, None)
         items: list[tuple[bytes, bytes | None]] = [(recs.offset_key(group_id, t, p), None) for t, p in partitions]
         items += [(key, None) for key in sorted(self.written.pop(group_id, {}), key=lambda key: -key[1])]
         self.append(group_id, items)
