@@ -5,14 +5,18 @@ partition Kafka keeps the group in (``internal_topics.partition_for(group_id, pa
 topic is created with Kafka's settings when missing):
 
 - OffsetCommit: one OffsetCommit record per partition (key v1; value v3, or v1 with an expire
-  timestamp); TxnOffsetCommit offsets are written when their transaction commits (nothing on abort);
-- OffsetDelete, a deleted topic's offsets and DeleteGroups: OffsetCommit tombstones;
+  timestamp); TxnOffsetCommit offsets are written, plain, when their transaction commits (nothing on
+  abort).  Deviation: Kafka writes them at once in a transactional batch that the COMMIT/ABORT marker
+  settles (the loader, state.offsets_replay, reads that form too);
+- OffsetDelete, a deleted topic's offsets, expired offsets (state.offsets_expiry) and DeleteGroups:
+  OffsetCommit tombstones;
 - a classic group: GroupMetadata (value v3) when a rebalance ends (the leader's SyncGroup, a static
   member replaced without rebalance) and when the group turns empty, its tombstone on deletion;
 - a KIP-848 consumer group: ConsumerGroupMemberMetadata, ConsumerGroupMetadata (the group epoch),
   ConsumerGroupTargetAssignmentMember/Metadata and ConsumerGroupCurrentMemberAssignment whenever they
   change, tombstones for a member that leaves and for the whole group on deletion (or when it turns
-  classic).  ConsumerGroupPartitionMetadata is not written (Kafka 4.x no longer does).
+  classic).  ConsumerGroupPartitionMetadata (type 4) is not written: Kafka 4.0 still writes it, 4.1+ writes
+  a metadata hash instead (KIP-1101); the mock recomputes what it needs from the topics.
 
 Group records are written by difference: the writer keeps, per group, the records it last wrote
 (key -> value) and writes what differs from the group's present image.  Deviation: Kafka also writes an
