@@ -83,3 +83,16 @@ def test_the_loader_takes_kafkas_transactional_offsets_only_once_committed() -> 
     load(state)  # producer 8's transaction is still open: its offset does not count
     assert state.groups.committed("g", "t", 0) == (3, -1, "")
     assert state.groups.committed("g", "t", 1) == (4, 2, "m")
+
+
+def test_a_deleted_topics_offsets_are_tombstoned_as_kafka_does_on_partition_deletion() -> None:
+    state = ClusterState()
+    state.create_topic("t", 2)
+    state.create_topic("u", 1)
+    state.groups.store("g", [("t", 0, 1, -1, ""), ("t", 1, 2, -1, ""), ("u", 0, 3, -1, "")])
+    state.delete_topic("t")
+    log = state.topics[CONSUMER_OFFSETS].partitions[partition_for("g", 50)]
+    live = {offset_key(key) for key in live_records(log)}
+    assert live == {("g", "u", 0)}
+    last = rec.decode_batch(b"".join(bytes(b) for b in log.batches[-1].buffers))[1]
+    assert [(offset_key(bytes(r.key)), r.value) for r in last] == [(("g", "t", 0), None), (("g", "t", 1), None)]
