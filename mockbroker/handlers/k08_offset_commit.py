@@ -78,7 +78,10 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
                 epoch = p.committed_leader_epoch if ctx.api_version >= 6 else -1
                 offsets.append((names[i], p.partition_index, p.committed_offset, epoch, p.committed_metadata))
         if offsets:
-            ctx.cluster.groups.store(req.group_id, offsets)
+            # v2-4: a retention time other than -1 sets an expire timestamp (Kafka's expireTimestampMs)
+            retention = req.retention_time_ms if 2 <= ctx.api_version <= 4 else -1
+            expire = ctx.cluster.clock.now_ms() + retention if retention != -1 else -1
+            ctx.cluster.groups.store(req.group_id, offsets, expire)
     return _answer(req, codes, 0)
 
 

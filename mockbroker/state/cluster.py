@@ -123,6 +123,11 @@ class ClusterState:
         groups = GroupCoordinator(self.clock, self.config["group.initial.rebalance.delay.ms"])
         groups.consumer_logic = ConsumerGroupLogic(self.clock, self.partition_counts, self.config)
         groups.consumer_logic.group_config = self.group_config_value
+        from mockbroker.state.offsets_topic import OffsetsTopicWriter
+
+        groups.records = OffsetsTopicWriter(self)  # every change also written to __consumer_offsets
+        groups.retention = (self.config["offsets.retention.minutes"] * 60_000,
+                            self.config["offsets.retention.check.interval.ms"])
         return groups
 
     @cached_property

@@ -75,6 +75,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "offsets.topic.num.partitions": (50, int),
     "offsets.topic.replication.factor": (3, int),
     "offsets.topic.segment.bytes": (104857600, int),
+    # committed offsets' expiry (mockbroker.state.offsets_expiry), as Kafka's group coordinator
+    "offsets.retention.minutes": (10080, int),
+    "offsets.retention.check.interval.ms": (600000, int),
     "transaction.state.log.num.partitions": (50, int),
     "transaction.state.log.replication.factor": (3, int),
     "transaction.state.log.segment.bytes": (104857600, int),

@@ -128,6 +128,7 @@ BROKER_RANGES: dict[str, tuple[float | None, float | None]] = {
     "group.consumer.max.heartbeat.interval.ms": (1, None), "telemetry.max.bytes": (1, None),
     "offsets.topic.num.partitions": (1, None), "offsets.topic.replication.factor": (1, None),
     "offsets.topic.segment.bytes": (1, None), "transaction.state.log.num.partitions": (1, None),
+    "offsets.retention.minutes": (1, None), "offsets.retention.check.interval.ms": (1, None),
     "transaction.state.log.replication.factor": (1, None), "transaction.state.log.segment.bytes": (1, None),
     "transaction.max.timeout.ms": (1, None), "transactional.id.expiration.ms": (1, None),
     "producer.id.expiration.ms": (1, None), "max.incremental.fetch.session.cache.slots": (0, None),
@@ -160,7 +161,7 @@ ACCEPTED_BROKER_NAMES: frozenset[str] = frozenset({
     "ssl.endpoint.identification.algorithm", "security.inter.broker.protocol",
     "sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol", "process.roles",
     "controller.quorum.voters", "controller.quorum.bootstrap.servers", "auto.leader.rebalance.enable",
-    "transaction.state.log.min.isr", "offsets.retention.minutes", "group.coordinator.rebalance.protocols",
+    "transaction.state.log.min.isr", "group.coordinator.rebalance.protocols",
 })
 
 
@@ -234,6 +235,8 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "offsets.topic.replication.factor": _b(SHORT, "3", "Replication factor of __consumer_offsets (mock: capped at "
                                            "the brokers there are)."),
     "offsets.topic.segment.bytes": _b(INT, "104857600", "Segment size of __consumer_offsets."),
+    "offsets.retention.minutes": _b(INT, "10080", "How long an empty group's committed offsets are kept."),
+    "offsets.retention.check.interval.ms": _b(LONG, "600000", "How often expired committed offsets are looked for."),
     "transaction.state.log.num.partitions": _b(INT, "50", "Partitions of __transaction_state."),
     "transaction.state.log.replication.factor": _b(SHORT, "3", "Replication factor of __transaction_state (mock: "
                                                    "capped at the brokers there are)."),

@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-LOADERS: list[Callable[[Any], None]] = []
+
+def _groups(state: Any) -> None:
+    """The group coordinator from ``__consumer_offsets`` (mockbroker.state.offsets_replay; imported here
+    only when run, so importing this module stays cheap)."""
+    from mockbroker.state.offsets_replay import load
+
+    load(state)
+
+
+LOADERS: list[Callable[[Any], None]] = [_groups]
 
 
 def load_all(state: Any) -> None:

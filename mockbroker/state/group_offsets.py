@@ -71,9 +71,14 @@ class GroupOffsets:
     groups: dict[str, Group]
     consumer_logic: ConsumerGroupLogic | None
     clock: Any
+    records: Any  # the __consumer_offsets writer (state.offsets_topic), or None
 
     def group(self, group_id: str) -> Group:  # provided by GroupCoordinator
         raise NotImplementedError
+
+    def _commit_ms(self) -> int:
+        """The commit timestamp of offsets stored now (-1 for a coordinator made without a clock: unit tests)."""
+        return self.clock.now_ms() if self.clock is not None else -1
 
     def commit(self, group_id: str, member_id: str, generation: int,
                offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None,
@@ -129,11 +134,16 @@ class GroupOffsets:
         if not transactional and group.state == COMPLETING:
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {group_id} is completing a rebalance")
 
-    def store(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]]) -> None:
-        """Store committed offsets (checked by :meth:`check_commit`)."""
+    def store(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]], expire_ms: int = -1) -> None:
+        """Store committed offsets (checked by :meth:`check_commit`); ``expire_ms``: the expire timestamp an
+        OffsetCommit v2-4 retention time sets (-1: none), kept and written as Kafka does."""
         group = self.group(group_id)
+        now = self._commit_ms()
         for topic, partition, offset, epoch, metadata in offsets:
             group.offsets[(topic, partition)] = (offset, epoch, metadata)
+            group.offset_times[(topic, partition)] = (now, expire_ms)
+        if self.records is not None:
+            self.records.offsets(group_id, offsets, expire_ms, now)
 
     def txn_commit(self, group_id: str, producer_id: int, member_id: str, generation: int,
                    offsets: list[tuple[str, int, int, int, str | None]], instance_id: str | None = None) -> None:
@@ -153,6 +163,10 @@ class GroupOffsets:
         pending = group.pending_txn.pop(producer_id, None) if group else None
         if pending and commit and group is not None:
             group.offsets.update(pending)
+            now = self._commit_ms()
+            group.offset_times.update(dict.fromkeys(pending, (now, -1)))
+            if self.records is not None:  # written when the transaction commits (the mock's choice: see offsets_topic)
+                self.records.offsets(group_id, [(t, p, *held) for (t, p), held in pending.items()], now=now)
 
     def complete_txn_in_partition(self, producer_id: int, partition: int, partitions: int, commit: bool) -> list[str]:
         """A COMMIT/ABORT marker of ``producer_id`` written to ``__consumer_offsets``-``partition`` (of
@@ -216,14 +230,21 @@ class GroupOffsets:
 
     def delete_offset(self, group_id: str, topic: str, partition: int) -> None:
         group = self.groups.get(group_id)
-        if group is not None:
-            group.offsets.pop((topic, partition), None)
+        if group is not None and group.offsets.pop((topic, partition), None) is not None:
+            group.offset_times.pop((topic, partition), None)
+            if self.records is not None:
+                self.records.offset_tombstones(group_id, [(topic, partition)])
 
     def forget_topic(self, topic: str) -> None:
         """A deleted topic's committed (and transactionally pending) offsets go from every group, as
         Kafka's coordinator drops them on partition deletion: a topic re-created under the same name
         starts each group by its auto.offset.reset, not at an offset of the old topic."""
-        for group in self.groups.values():
+        for group_id, group in self.groups.items():
+            gone: dict[tuple[str, int], None] = {}
             for held in (group.offsets, *group.pending_txn.values()):
                 for key in [k for k in held if k[0] == topic]:
                     del held[key]
+                    group.offset_times.pop(key, None)
+                    gone[key] = None
+            if gone and self.records is not None:  # Kafka's onPartitionsDeleted: a tombstone each
+                self.records.offset_tombstones(group_id, list(gone))

@@ -70,6 +70,9 @@ class Group:
     offsets: dict[tuple[str, int], tuple[int, int, str | None]] = field(default_factory=dict)
     # offsets committed inside open transactions, by producer id: visible once the transaction commits
     pending_txn: dict[int, dict[tuple[str, int], tuple[int, int, str | None]]] = field(default_factory=dict)
+    # (topic, partition) -> (commit timestamp, expire timestamp or -1) of each committed offset, in clock ms
+    offset_times: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    state_ms: int = -1  # when it last became Empty or Stable (GroupMetadata's currentStateTimestamp), clock ms
     consumer: ConsumerGroupState | None = None  # set while the group runs the KIP-848 protocol
 
     @property
@@ -87,6 +90,16 @@ class GroupCoordinator(GroupOffsets):
         self.initial_delay_ms = initial_delay_ms
         self.groups: dict[str, Group] = {}
         self.consumer_logic: ConsumerGroupLogic | None = None  # the cluster wires in the KIP-848 logic
+        # writes the changes to __consumer_offsets (state.offsets_topic.OffsetsTopicWriter); None: nothing written
+        self.records: Any = None
+        # (offsets.retention.minutes in ms, offsets.retention.check.interval.ms): set by the cluster; None: never
+        self.retention: tuple[int, int] | None = None
+        self._next_expiry_ms: int | None = None
+
+    def _changed(self, group: Group) -> None:
+        """The group's membership may have changed: its records are written (by difference)."""
+        if self.records is not None:
+            self.records.group_changed(group)
 
     def group(self, group_id: str) -> Group:
         group = self.groups.get(group_id)
@@ -195,6 +208,7 @@ class GroupCoordinator(GroupOffsets):
         if was_leader:
             group.leader = new
         if group.state == STABLE and self._vote(group) == group.protocol_name:
+            self._changed(group)  # the member's new id (Kafka writes the group at once)
             if skip_ok:
                 reply(JoinResult(0, group.generation, group.protocol_name, group.leader or "", new,
                                  self._roster(group) if was_leader else [], skip_assignment=was_leader))
@@ -258,6 +272,8 @@ class GroupCoordinator(GroupOffsets):
         if not group.members:
             group.state, group.leader, group.protocol_name = EMPTY, None, None
             group.generation += 1
+            group.state_ms = self.clock.now_ms()
+            self._changed(group)
             return
         group.generation += 1
         if group.leader not in group.members:
@@ -302,6 +318,8 @@ class GroupCoordinator(GroupOffsets):
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
             group.state = STABLE
+            group.state_ms = self.clock.now_ms()
+            self._changed(group)
             for m in group.members.values():
                 if m.sync_reply is not None:
                     m.sync_reply(0, m.assignment)
@@ -352,6 +370,8 @@ class GroupCoordinator(GroupOffsets):
             if group.state != EMPTY:
                 group.state = EMPTY
                 group.generation += 1
+                group.state_ms = now
+                self._changed(group)
             return
         if group.state != PREPARING:
             self._start_rebalance(group, now, initial=False)
@@ -368,7 +388,10 @@ class GroupCoordinator(GroupOffsets):
             group.consumer = ConsumerGroupState(group_id=group_id)
             group.protocol_type = "consumer"
         assert self.consumer_logic is not None
-        return self.consumer_logic.heartbeat(group.consumer, **request)
+        try:
+            return self.consumer_logic.heartbeat(group.consumer, **request)
+        finally:
+            self._changed(group)
 
     def timers_live(self) -> bool:
         """A group whose members' sessions or whose rebalance run on the clock (tick() has work)."""
@@ -376,11 +399,24 @@ class GroupCoordinator(GroupOffsets):
                    for g in self.groups.values())
 
     def tick(self) -> None:
-        """Expire members whose session ran out and finish rebalances whose time is up."""
+        """Expire members whose session ran out, finish rebalances whose time is up, and every
+        offsets.retention.check.interval.ms expire committed offsets (mockbroker.state.offsets_expiry)."""
         now = self.clock.now_ms()
+        if self.retention is not None:
+            if self._next_expiry_ms is None:
+                self._next_expiry_ms = now + self.retention[1]
+            elif now >= self._next_expiry_ms:
+                from mockbroker.state.offsets_expiry import expire_offsets
+
+                self._next_expiry_ms = now + self.retention[1]
+                expire_offsets(self, now, self.retention[0])
         for group in list(self.groups.values()):
             if group.consumer is not None and self.consumer_logic is not None:
-                self.consumer_logic.tick(group.consumer)
+                g = group.consumer
+                before = (g.group_epoch, len(g.members))
+                self.consumer_logic.tick(g)
+                if (g.group_epoch, len(g.members)) != before:
+                    self._changed(group)
                 continue
             expired = [mid for mid, m in group.members.items()
                        if m.join_reply is None and now - m.last_seen_ms > m.session_timeout_ms]
@@ -404,6 +440,11 @@ class GroupCoordinator(GroupOffsets):
         if active:
             raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"group {group_id} has members")
         del self.groups[group_id]
+        if self.records is not None:  # tombstones: its offsets (those held by open transactions too), its records
+            held = dict.fromkeys(group.offsets)
+            for pending in group.pending_txn.values():
+                held.update(dict.fromkeys(pending))
+            self.records.group_deleted(group_id, list(held))
 
 
 def check_group_id(group_id: str | None) -> None:

@@ -6,9 +6,12 @@ Kafka creates the first two when a client first looks for a group or transaction
 partitions (50 each), compacted.  The mock does the same, with two differences a test may notice: the
 topic exists as soon as the FindCoordinator is answered (Kafka answers COORDINATOR_NOT_AVAILABLE while it
 creates it), and its replication factor is capped at the number of brokers (Kafka's default of 3 fails
-on a smaller cluster).  Their partitions stay empty: the mock keeps committed offsets and transactions
-in its coordinators, not as records.  Coordinators are placed by the mock's own hash over live brokers,
-not by the leader of :func:`partition_for`'s partition.
+on a smaller cluster).  ``__consumer_offsets`` holds the group coordinator's records as Kafka writes
+them (committed offsets, classic and KIP-848 groups, their tombstones: state/offsets_topic.py), each
+group's in the partition :func:`partition_for` names, and the coordinator is rebuilt from them on load
+(state/offsets_replay.py); the coordinator also keeps its state in memory, which is what it answers
+from.  Coordinators are placed by the mock's own hash over live brokers, not by the leader of
+:func:`partition_for`'s partition.
 """
 
 from __future__ import annotations
