@@ -24,6 +24,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from mockbroker.cluster import MockCluster
+from mockbroker.state.internal_topics import partition_for
 from tests.burrow.harness import BURROW_CLIENT_ID, BURROW_CLUSTER, Burrow
 
 pytestmark = pytest.mark.clients
@@ -102,6 +103,16 @@ def burrow(cluster: MockCluster, start_burrow: Callable[..., Burrow]) -> Burrow:
     return started
 
 
+def _require_commit_records(cluster: MockCluster, group: str) -> None:
+    """Burrow sees a group only through its OffsetCommit records: fail at once, saying so, when
+    ``__consumer_offsets`` holds none in the group's partition (rather than after a wait on Burrow)."""
+    topic = cluster.state.topics["__consumer_offsets"]
+    log = topic.partitions[partition_for(group, len(topic.partitions))]
+    assert log.next_offset > log.log_start_offset, (
+        f"__consumer_offsets partition {log.index} holds no record for group {group}: mockbroker does not write "
+        "OffsetCommit records yet (issue 53), so Burrow cannot see the group")
+
+
 def _lag_path(group: str) -> str:
     return f"/v3/kafka/{BURROW_CLUSTER}/consumer/{group}/lag"
 
@@ -136,7 +147,9 @@ def test_burrow_requests_are_all_answered_without_errors(cluster: MockCluster, b
     assert refused == []
 
 
-def test_burrow_lists_both_groups(burrow: Burrow) -> None:
+def test_burrow_lists_both_groups(cluster: MockCluster, burrow: Burrow) -> None:
+    _require_commit_records(cluster, CONFLUENT_GROUP)
+    _require_commit_records(cluster, PYTHON_GROUP)
     answer = burrow.wait_for(f"/v3/kafka/{BURROW_CLUSTER}/consumer",
                              lambda a: {CONFLUENT_GROUP, PYTHON_GROUP} <= set(a.get("consumers") or []),
                              timeout=WAIT)
@@ -144,7 +157,8 @@ def test_burrow_lists_both_groups(burrow: Burrow) -> None:
 
 
 @pytest.mark.parametrize("group", [CONFLUENT_GROUP, PYTHON_GROUP])
-def test_burrow_reports_each_partitions_lag(burrow: Burrow, group: str) -> None:
+def test_burrow_reports_each_partitions_lag(cluster: MockCluster, burrow: Burrow, group: str) -> None:
+    _require_commit_records(cluster, group)
     expected = {p: PER_PARTITION - o for p, o in COMMITS[group].items()}
     answer = burrow.wait_for(_lag_path(group), _lag_is(expected), timeout=WAIT)
     status = answer["status"]
@@ -161,6 +175,7 @@ def test_burrow_follows_commits_and_records_made_while_it_runs(start_burrow: Cal
     with MockCluster(topics={"live": 1}, config={"offsets.topic.num.partitions": OFFSETS_PARTITIONS}) as c:
         _produce(c.bootstrap_servers, "live", 1, 5)
         _confluent_commit(c.bootstrap_servers, "burrow-live", "live", {0: 1})  # the topic exists before Burrow
+        _require_commit_records(c, "burrow-live")
         with start_burrow(c.bootstrap_servers) as burrow:  # stopped before the cluster
             burrow.wait_for(_lag_path("burrow-live"), _lag_is({0: 4}), timeout=WAIT)
             _confluent_commit(c.bootstrap_servers, "burrow-live", "live", {0: 3})
@@ -177,6 +192,7 @@ def test_burrow_reports_lag_with_kafkas_fifty_offsets_partitions(start_burrow: C
         _produce(c.bootstrap_servers, "plain", 1, 5)
         for group, offsets in groups.items():
             _confluent_commit(c.bootstrap_servers, group, "plain", offsets)
+            _require_commit_records(c, group)
         assert len(c.state.topics["__consumer_offsets"].partitions) == 50
         with start_burrow(c.bootstrap_servers) as burrow:  # stopped before the cluster
             for group, offsets in groups.items():
