@@ -4,7 +4,8 @@
 # package, 2.15 for 1.10, as a shared library next to the binding: not Debian's 2.0), and a Java runtime
 # for the Spark tests (pyspark itself comes with the Python test extras), and Debian's chromium for the browser
 # tests of the console and the report (Playwright for Python, from the test extras, drives it: never
-# `playwright install`, which downloads a browser).
+# `playwright install`, which downloads a browser), and Debian's burrow and zookeeper for tests/burrow (LinkedIn's
+# lag monitor reading __consumer_offsets; the package `zookeeper`, not `zookeeperd`: the tests start it themselves).
 # Idempotent: quick when everything is already there.  Needs root for apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,8 @@ command -v npm >/dev/null || need+=(npm)
 dpkg -s librdkafka-dev >/dev/null 2>&1 || need+=(librdkafka-dev)
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)  # Spark (the data source tests)
 command -v chromium >/dev/null || need+=(chromium)  # the console's and report's browser tests (Playwright drives it)
+command -v Burrow >/dev/null || need+=(burrow)  # tests/burrow (Debian names the binary /usr/bin/Burrow)
+[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)  # Burrow's ZooKeeper (tests/burrow/harness.py runs it)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-clients: apt-get install ${need[*]}"
   apt-get update -qq
