@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-LOADERS: list[Callable[[Any], None]] = []
+from mockbroker.state.share_state_log import load_share_state
+from mockbroker.state.txn_log import load_transactions
+
+LOADERS: list[Callable[[Any], None]] = [
+    load_transactions,  # __transaction_state: the transaction coordinator
+    load_share_state,  # __share_group_state: the share coordinator's share-partitions
+]
 
 
 def load_all(state: Any) -> None:
