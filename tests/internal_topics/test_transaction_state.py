@@ -195,3 +195,26 @@ def test_a_cluster_started_on_a_reloaded_state_bumps_a_real_clients_epoch() -> N
         ends = second.call(markers, second.state, "t")
     assert (after.producer_id, after.epoch, after.state) == (pid, epoch + 2, "Empty")
     assert ends == ["ABORT"]
+
+
+def test_a_group_in_a_transaction_is_its_offsets_partition_and_is_settled_after_loading() -> None:
+    clock = ManualClock()
+    state = ClusterState({"mock.transaction.marker.delay.ms": 60_000}, clock)
+    state.create_topic("t", 1, 1)
+    pid, epoch = open_transaction(state, "offsets-1")
+    state.transactions.add_offsets("offsets-1", pid, epoch, "app")
+    state.transactions.check_offsets("offsets-1", pid, epoch, "app")
+    state.groups.store_pending("app", pid, [("t", 0, 42, -1, None)])
+    ongoing = [v for _, v in txn_records(state, "offsets-1")][-1]
+    assert ongoing.state == "Ongoing"
+    assert ongoing.partitions == {"__consumer_offsets": [java_partition("app", 50)], "t": [0]}
+
+    loaded = fresh_copy(state, clock)
+    loaded.transactions.check_offsets("offsets-1", pid, epoch, "app")  # TxnOffsetCommit still accepted
+    loaded.groups.store_pending("app", pid, [("t", 0, 42, -1, None)])  # what the group records give back
+    loaded.transactions.end("offsets-1", pid, epoch, commit=True)
+    loaded.tick()
+    clock.advance(60_000)
+    loaded.tick()
+    assert loaded.transactions.describe("offsets-1").state == "CompleteCommit"
+    assert loaded.groups.committed("app", "t", 0)[0] == 42  # the commit settled the group's offsets
