@@ -7,15 +7,21 @@ that order.  With empty internal topics every loader does nothing.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-from mockbroker.state.share_state_log import load_share_state
-from mockbroker.state.txn_log import load_transactions
+
+def lazy(module: str, name: str) -> Callable[[Any], None]:
+    """A loader imported when it runs (the coordinators' modules stay out of a broker's start-up)."""
+    def load(state: Any) -> None:
+        getattr(importlib.import_module(module), name)(state)
+    return load
+
 
 LOADERS: list[Callable[[Any], None]] = [
-    load_transactions,  # __transaction_state: the transaction coordinator
-    load_share_state,  # __share_group_state: the share coordinator's share-partitions
+    lazy("mockbroker.state.txn_log", "load_transactions"),  # __transaction_state: the transaction coordinator
+    lazy("mockbroker.state.share_state_log", "load_share_state"),  # __share_group_state: share-partitions
 ]
 
 
