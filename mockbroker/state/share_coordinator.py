@@ -242,6 +242,7 @@ class ShareCoordinator:
 
     def forget_topic(self, topic: str) -> None:
         self.partitions.forget_topic(topic)
+        self.log.forget_topic(topic)
 
     def share_group(self, group_id: str) -> ShareGroup:
         """The share group holding ``group_id``, else GROUP_ID_NOT_FOUND with Kafka's messages (unknown, or

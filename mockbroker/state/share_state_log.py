@@ -125,6 +125,12 @@ class ShareStateLog:
         if topic is not None:
             self._append(SNAPSHOT, key[0], topic.topic_id, key[2], None)
 
+    def forget_topic(self, topic_name: str) -> None:
+        """A deleted topic's share-partitions: nothing written for them any more (no tombstone: the topic id
+        is gone, and the loader skips keys no topic has)."""
+        for key in [k for k in self.written if k[1] == topic_name]:
+            del self.written[key]
+
     def _append(self, kind: int, group_id: str, topic_id: bytes, partition: int, value: Any) -> None:
         key_name, value_name = _NAMES[kind]
         key = api.module(key_name).ROOT(group_id=group_id, topic_id=bytes(topic_id), partition=partition)
