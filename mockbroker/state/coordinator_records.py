@@ -46,7 +46,9 @@ def decode(name: str, data: bytes | memoryview, version: int | None = None) -> A
 
 
 def record_type(key: bytes | memoryview) -> int:
-    """The int16 version (record type) a coordinator key starts with."""
+    """The int16 version (record type) a coordinator key starts with (ValueError: the key is shorter)."""
+    if len(key) < 2:
+        raise ValueError(f"a {len(key)}-byte key, too short for its record type")
     return int(_VERSION.unpack_from(key, 0)[0])
 
 

@@ -218,3 +218,18 @@ def test_a_group_in_a_transaction_is_its_offsets_partition_and_is_settled_after_
     loaded.tick()
     assert loaded.transactions.describe("offsets-1").state == "CompleteCommit"
     assert loaded.groups.committed("app", "t", 0)[0] == 42  # the commit settled the group's offsets
+
+
+def test_unreadable_records_are_logged_and_skipped_by_the_loader(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock()
+    state = ClusterState(None, clock)
+    pid, _epoch = state.transactions.init_producer("fine-1", 5_000)
+    plog = state.topics[TXN_STATE].partitions[0]
+    for key, value in ((b"\x00", b"x"), (b"\x00\x00\x00\x05ab", b"\x00\x00"), (b"\x00\x07junk", b"\x00\x00")):
+        data = build_batch([(key, value, None, clock.now_ms())], base_offset=plog.next_offset)
+        plog.append(stored_batch(memoryview(data), plog.next_offset, plog.leader_epoch))
+    loaded = fresh_copy(state, clock)
+    assert [(t.transactional_id, t.producer_id) for t in loaded.transactions.listed()] == [("fine-1", pid)]
+    skipped = [r.getMessage() for r in caplog.records if "record skipped" in r.getMessage()]
+    assert len(skipped) == 2  # the short key and the truncated one; an unknown record type (7) is ignored
+    assert all(m.startswith(f"{TXN_STATE}-0 offset ") for m in skipped)
