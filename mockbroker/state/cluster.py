@@ -20,7 +20,7 @@ from mockbroker.state.clock import SystemClock
 from mockbroker.state.config import BrokerConfig, TopicConfig
 from mockbroker.state.features import FeatureLevels
 from mockbroker.state.ids import uuid4_bytes
-from mockbroker.state.internal_topics import CONSUMER_OFFSETS, TRANSACTION_STATE, ensure, is_internal
+from mockbroker.state.internal_topics import ensure, is_internal
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.memory_cap import MemoryCap
 from mockbroker.state.producers import ProducerRegistry
@@ -147,8 +147,11 @@ class ClusterState:
     @cached_property
     def transactions(self) -> TransactionCoordinator:
         from mockbroker.state.transactions import TransactionCoordinator
+        from mockbroker.state.txn_log import TransactionLog
 
-        return TransactionCoordinator(self.clock, self.producers.new_id, self.config, self.write_txn_markers)
+        coordinator = TransactionCoordinator(self.clock, self.producers.new_id, self.config, self.write_txn_markers)
+        coordinator.log = TransactionLog(self)  # its state changes as records in __transaction_state
+        return coordinator
 
     @cached_property
     def credentials(self) -> CredentialStore:
@@ -431,7 +434,7 @@ class ClusterState:
             return topic
         if not (allow and self.config["auto.create.topics.enable"]):
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
-        if name in (CONSUMER_OFFSETS, TRANSACTION_STATE):  # made with its own settings, as Kafka does
+        if is_internal(name):  # made with its own settings, as Kafka does
             return ensure(self, name)  # type: ignore[no-any-return]  # the internal topics' maker takes Any
         return self.create_topic(name, replication_factor=min(
             self.config["default.replication.factor"], max(1, len(self.brokers))))

@@ -81,6 +81,11 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "transaction.state.log.num.partitions": (50, int),
     "transaction.state.log.replication.factor": (3, int),
     "transaction.state.log.segment.bytes": (104857600, int),
+    "share.coordinator.state.topic.num.partitions": (50, int),
+    "share.coordinator.state.topic.replication.factor": (3, int),
+    "share.coordinator.state.topic.segment.bytes": (104857600, int),
+    # ShareUpdate records written per share-partition before the next ShareSnapshot (Kafka's default)
+    "share.coordinator.snapshot.update.records.per.snapshot": (500, int),
     "transaction.max.timeout.ms": (900000, int),
     "transactional.id.expiration.ms": (604800000, int),
     "producer.id.expiration.ms": (86400000, int),

@@ -130,6 +130,10 @@ BROKER_RANGES: dict[str, tuple[float | None, float | None]] = {
     "offsets.topic.segment.bytes": (1, None), "transaction.state.log.num.partitions": (1, None),
     "offsets.retention.minutes": (1, None), "offsets.retention.check.interval.ms": (1, None),
     "transaction.state.log.replication.factor": (1, None), "transaction.state.log.segment.bytes": (1, None),
+    "share.coordinator.state.topic.num.partitions": (1, None),
+    "share.coordinator.state.topic.replication.factor": (1, None),
+    "share.coordinator.state.topic.segment.bytes": (1, None),
+    "share.coordinator.snapshot.update.records.per.snapshot": (0, None),
     "transaction.max.timeout.ms": (1, None), "transactional.id.expiration.ms": (1, None),
     "producer.id.expiration.ms": (1, None), "max.incremental.fetch.session.cache.slots": (0, None),
     "log.cleaner.delete.retention.ms": (0, None), "log.cleaner.min.compaction.lag.ms": (0, None),
@@ -241,6 +245,12 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
     "transaction.state.log.replication.factor": _b(SHORT, "3", "Replication factor of __transaction_state (mock: "
                                                    "capped at the brokers there are)."),
     "transaction.state.log.segment.bytes": _b(INT, "104857600", "Segment size of __transaction_state."),
+    "share.coordinator.state.topic.num.partitions": _b(INT, "50", "Partitions of __share_group_state."),
+    "share.coordinator.state.topic.replication.factor": _b(SHORT, "3", "Replication factor of __share_group_state "
+                                                           "(mock: capped at the brokers there are)."),
+    "share.coordinator.state.topic.segment.bytes": _b(INT, "104857600", "Segment size of __share_group_state."),
+    "share.coordinator.snapshot.update.records.per.snapshot": _b(INT, "500", "ShareUpdate records per "
+                                                                 "share-partition before the next ShareSnapshot."),
     "transaction.max.timeout.ms": _b(INT, "900000", "Largest transaction timeout a producer may ask for."),
     "transactional.id.expiration.ms": _b(INT, "604800000", "Idle time after which a transactional id expires."),
     "max.incremental.fetch.session.cache.slots": _b(INT, "1000", "Incremental fetch sessions kept."),

@@ -7,19 +7,24 @@ that order.  With empty internal topics every loader does nothing.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
 
-def _groups(state: Any) -> None:
-    """The group coordinator from ``__consumer_offsets`` (mockbroker.state.offsets_replay; imported here
-    only when run, so importing this module stays cheap)."""
-    from mockbroker.state.offsets_replay import load
+def lazy(module: str, name: str) -> Callable[[Any], None]:
+    """A loader imported when it runs (the coordinators' modules stay out of a broker's start-up)."""
+    def load(state: Any) -> None:
+        getattr(importlib.import_module(module), name)(state)
+    return load
 
-    load(state)
 
-
-LOADERS: list[Callable[[Any], None]] = [_groups]
+LOADERS: list[Callable[[Any], None]] = [
+    lazy("mockbroker.state.offsets_replay", "load"),  # __consumer_offsets: the group coordinator (first:
+    # a loaded transaction ending settles its groups' pending offsets)
+    lazy("mockbroker.state.txn_log", "load_transactions"),  # __transaction_state: the transaction coordinator
+    lazy("mockbroker.state.share_state_log", "load_share_state"),  # __share_group_state: share-partitions
+]
 
 
 def load_all(state: Any) -> None:

@@ -1,17 +1,21 @@
-"""Kafka's internal topics: ``__consumer_offsets``, ``__transaction_state`` (and the name
-``__share_group_state``), flagged internal in Metadata and refused to producers.
+"""Kafka's internal topics: ``__consumer_offsets``, ``__transaction_state`` and ``__share_group_state``,
+flagged internal in Metadata and refused to producers.
 
 Kafka creates the first two when a client first looks for a group or transaction coordinator
 (FindCoordinator), with ``offsets.topic.num.partitions`` / ``transaction.state.log.num.partitions``
-partitions (50 each), compacted.  The mock does the same, with two differences a test may notice: the
-topic exists as soon as the FindCoordinator is answered (Kafka answers COORDINATOR_NOT_AVAILABLE while it
-creates it), and its replication factor is capped at the number of brokers (Kafka's default of 3 fails
-on a smaller cluster).  ``__consumer_offsets`` holds the group coordinator's records as Kafka writes
-them (committed offsets, classic and KIP-848 groups, their tombstones: state/offsets_topic.py), each
-group's in the partition :func:`partition_for` names, and the coordinator is rebuilt from them on load
-(state/offsets_replay.py); the coordinator also keeps its state in memory, which is what it answers
-from.  Coordinators are placed by the mock's own hash over live brokers, not by the leader of
-:func:`partition_for`'s partition.
+partitions (50 each), compacted; the share coordinator's ``__share_group_state``
+(``share.coordinator.state.topic.num.partitions``, 50) is made when the first share-partition state is
+written.  The mock does the same, with two differences a test may notice: the topic exists as soon as the
+FindCoordinator is answered (Kafka answers COORDINATOR_NOT_AVAILABLE while it creates it), and its
+replication factor is capped at the number of brokers (Kafka's default of 3 fails on a smaller cluster).
+
+Each coordinator writes its records as Kafka does, in :func:`partition_for`'s partition of its key: the
+group coordinator's (committed offsets, classic and KIP-848 groups, their tombstones) to
+``__consumer_offsets`` (state/offsets_topic.py), the transaction coordinator's TransactionLog records to
+``__transaction_state`` (state/txn_log.py), the share coordinator's ShareSnapshot / ShareUpdate records to
+``__share_group_state`` (state/share_state_log.py).  The coordinators also keep their state in memory,
+which is what they answer from, and are rebuilt from the records on load (state/coordinator_load.py).
+Coordinators are placed by the mock's own hash over live brokers, not by the leader of that partition.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ _SETTINGS = {
                        "offsets.topic.segment.bytes"),
     TRANSACTION_STATE: ("transaction.state.log.num.partitions", "transaction.state.log.replication.factor",
                         "transaction.state.log.segment.bytes"),
+    SHARE_GROUP_STATE: ("share.coordinator.state.topic.num.partitions",
+                        "share.coordinator.state.topic.replication.factor",
+                        "share.coordinator.state.topic.segment.bytes"),
 }
 
 
@@ -38,8 +45,8 @@ def is_internal(name: str) -> bool:
 
 
 def ensure(cluster: Any, name: str) -> Any:
-    """The internal topic ``name`` (``__consumer_offsets`` or ``__transaction_state``), created with
-    Kafka's settings when it is not there yet."""
+    """The internal topic ``name`` (``__consumer_offsets``, ``__transaction_state`` or
+    ``__share_group_state``), created with Kafka's settings when it is not there yet."""
     topic = cluster.topics.get(name)
     if topic is not None:
         return topic

@@ -18,7 +18,10 @@ coordinator and share-partition leaders do together:
 - ``share.isolation.level`` read_committed reads up to the last stable offset and never delivers
   records of aborted transactions; control batches are never delivered;
 - anything that makes records available again (a release, an expired lock) wakes the fetches waiting
-  for records (``waiters``), as an append does through the log's listeners.
+  for records (``waiters``), as an append does through the log's listeners;
+- a share-partition's state is written to ``__share_group_state`` when it starts and whenever its
+  records' states change other than by acquisition (``log``: state/share_state_log.py), as Kafka's
+  share-partitions persist theirs through the share coordinator.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from mockbroker.state.share_partitions import (
     initial_start_offset,
 )
 from mockbroker.state.share_sessions import ShareSessions
+from mockbroker.state.share_state_log import ShareStateLog
 
 if TYPE_CHECKING:
     from mockbroker.state.cluster import ClusterState
@@ -59,6 +63,16 @@ class ShareCoordinator:
         self.partitions = SharePartitions()
         # fetches waiting for records: called (with no argument) when records may have become available
         self.waiters: list[Callable[[], None]] = []
+        self.log = ShareStateLog(cluster)  # share-partition states as __share_group_state records
+
+    def _written(self, keys: Iterable[SharePartitionKey]) -> bool:
+        """Write the state of each share-partition in ``keys``; whether there were any."""
+        keys = list(keys)
+        for key in keys:
+            sp = self.partitions.get(key)
+            if sp is not None:
+                self.log.write(key, sp)
+        return bool(keys)
 
     def sessions_on(self, broker_id: int) -> ShareSessions:
         """The share sessions broker ``broker_id`` holds (``group.share.max.share.sessions`` each)."""
@@ -110,7 +124,7 @@ class ShareCoordinator:
         """A member left or expired: its share sessions close and its acquired records go back."""
         for sessions in self.sessions.values():
             sessions.drop_member(group_id, member_id)
-        if self.partitions.release_member(group_id, member_id, self.delivery_limit(group_id)):
+        if self._written(self.partitions.release_member(group_id, member_id, self.delivery_limit(group_id))):
             self.wake()
 
     def opened_on(self, broker_id: int, group_id: str, member_id: str, connection: object) -> None:
@@ -132,7 +146,8 @@ class ShareCoordinator:
         it acquired on the session's partitions (topic id, index) go back, as Kafka's releaseSession."""
         by_id = self.cluster.topics_by_id
         named = [(by_id[tid].name, index) for tid, index in partitions if tid in by_id]
-        if named and self.partitions.release_member(group_id, member_id, self.delivery_limit(group_id), named):
+        if named and self._written(self.partitions.release_member(group_id, member_id, self.delivery_limit(group_id),
+                                                                  named)):
             self.wake()
 
     def wake(self) -> None:
@@ -150,9 +165,13 @@ class ShareCoordinator:
                                         high_watermark=plog.next_offset, now_ms=self.cluster.clock.now_ms(),
                                         offset_for_timestamp=lambda ts: _first_batch_at(plog, ts))
 
+        new = self.partitions.get(key) is None
         sp = self.partitions.get_or_create(key, start)
         if sp.start_offset < plog.log_start_offset:  # retention or DeleteRecords moved the log's start
             sp.advance_to_log_start(plog.log_start_offset)
+            new = True
+        if new:
+            self.log.write(key, sp)
         return sp
 
     def acquirable(self, group_id: str, plog: PartitionLog) -> bool:
@@ -181,7 +200,8 @@ class ShareCoordinator:
     def _expired(self, group_id: str, plog: PartitionLog) -> SharePartition:
         """The share-partition, its locks past due expired (Kafka's lock timers run on their own)."""
         sp = self.partition(group_id, plog)
-        sp.expire_locks(self.cluster.clock.now_ms(), self.delivery_limit(group_id))
+        if sp.expire_locks(self.cluster.clock.now_ms(), self.delivery_limit(group_id)):
+            self.log.write((group_id, plog.topic, plog.index), sp)
         return sp
 
     def _max_record_locks(self) -> int:
@@ -193,7 +213,9 @@ class ShareCoordinator:
         sp = self.partitions.get((group_id, plog.topic, plog.index))
         if sp is None:
             raise KafkaError(ErrorCode.INVALID_RECORD_STATE, "no records of this partition are in flight")
-        if sp.acknowledge(member_id, batches, self.delivery_limit(group_id), self.cluster.clock.now_ms()):
+        released = sp.acknowledge(member_id, batches, self.delivery_limit(group_id), self.cluster.clock.now_ms())
+        self.log.write((group_id, plog.topic, plog.index), sp)
+        if released:
             self.wake()
 
     # -- time -----------------------------------------------------------------------------------------
@@ -205,7 +227,7 @@ class ShareCoordinator:
         for group_id, member_id in self.groups.tick():
             log.info("share group %s: member %s expired", group_id, member_id)
             self.member_gone(group_id, member_id)
-        if self.partitions.expire(self.cluster.clock.now_ms(), self.delivery_limit):
+        if self._written(self.partitions.expire(self.cluster.clock.now_ms(), self.delivery_limit)):
             self.wake()
 
     # -- admin --------------------------------------------------------------------------------------
@@ -214,10 +236,13 @@ class ShareCoordinator:
         self.groups.delete(group_id)
         for sessions in self.sessions.values():
             sessions.drop_group(group_id)
+        for tp in self.partitions.all_for_group(group_id):
+            self.log.delete((group_id, *tp))
         self.partitions.forget_group(group_id)
 
     def forget_topic(self, topic: str) -> None:
         self.partitions.forget_topic(topic)
+        self.log.forget_topic(topic)
 
     def share_group(self, group_id: str) -> ShareGroup:
         """The share group holding ``group_id``, else GROUP_ID_NOT_FOUND with Kafka's messages (unknown, or
@@ -253,15 +278,18 @@ class ShareCoordinator:
     def alter_start_offset(self, group_id: str, topic: str, partition: int, offset: int) -> None:
         """A new SPSO; -1 (Kafka's uninitialized start offset) forgets the share-partition, so the next
         fetch starts it where share.auto.offset.reset says."""
+        key: SharePartitionKey = (group_id, topic, partition)
         if offset < 0:
-            self.partitions.forget((group_id, topic, partition))
+            self.partitions.forget(key)
+            self.log.delete(key)
             return
-        self.partitions.set_start_offset((group_id, topic, partition), offset)
+        self.log.write(key, self.partitions.set_start_offset(key, offset), new_state_epoch=True)
 
     def delete_offsets(self, group_id: str, topic: str) -> None:
         for (name, index) in list(self.partitions.all_for_group(group_id)):
             if name == topic:
                 self.partitions.forget((group_id, name, index))
+                self.log.delete((group_id, name, index))
 
     def state(self, group_id: str) -> dict[str, Any]:
         """The group as the control API shows it: members with assignments, share-partitions in flight."""

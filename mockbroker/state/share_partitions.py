@@ -439,6 +439,10 @@ class SharePartitions:
             partition = self._partitions[key] = SharePartition(start_offset_fn())
         return partition
 
+    def restore(self, key: SharePartitionKey, partition: SharePartition) -> None:
+        """Put back a share-partition read from ``__share_group_state`` (state/share_state_log.py)."""
+        self._partitions[key] = partition
+
     def set_start_offset(self, key: SharePartitionKey, offset: int) -> SharePartition:
         """AlterShareGroupOffsets for one partition (created when new)."""
         partition = self.get_or_create(key, lambda: offset)

@@ -10,6 +10,9 @@ state that long (so clients meet CONCURRENT_TRANSACTIONS as they do against a bu
 Time acts only through :meth:`TransactionCoordinator.tick`: open transactions older than their
 timeout are aborted with an epoch bump (fencing the producer, as Kafka does), delayed markers are
 written, and ids idle for ``transactional.id.expiration.ms`` are forgotten.
+
+Every state change Kafka writes to ``__transaction_state`` goes to ``log`` (the cluster gives a
+:class:`~mockbroker.state.txn_log.TransactionLog`: TransactionLog records), in Kafka's order.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ class Transaction:
     start_ms: int = -1
     last_update_ms: int = 0
     markers_due_ms: int = -1  # when a Prepare state's markers get written (-1: not pending)
+    client_version: int = 0  # the transaction version of the client's last EndTxn (2: v5, epoch bumped)
+    # __consumer_offsets partitions of a transaction loaded from __transaction_state (its groups unknown)
+    offsets_partitions: set[int] = field(default_factory=set)
 
 
 class TransactionCoordinator:
@@ -55,6 +61,11 @@ class TransactionCoordinator:
         self.markers = markers
         self.transactions: dict[str, Transaction] = {}
         self.by_producer_id: dict[int, Transaction] = {}
+        self.log: Any = None  # where state changes are written (txn_log.TransactionLog), None: nowhere
+
+    def _record(self, txn: Transaction) -> None:
+        if self.log is not None:
+            self.log.write(txn.transactional_id, txn)
 
     # -- InitProducerId ---------------------------------------------------------------------------
     def init_producer(self, transactional_id: str, timeout_ms: int, producer_id: int = -1,
@@ -73,6 +84,7 @@ class TransactionCoordinator:
             txn = Transaction(transactional_id, self.new_producer_id(), 0, timeout_ms, last_update_ms=now)
             self.transactions[transactional_id] = txn
             self.by_producer_id[txn.producer_id] = txn
+            self._record(txn)
             return txn.producer_id, txn.epoch
         if producer_id >= 0 and producer_id != txn.producer_id and not (
                 producer_id == txn.previous_producer_id and epoch >= MAX_EPOCH):
@@ -97,6 +109,7 @@ class TransactionCoordinator:
         txn.timeout_ms = timeout_ms
         txn.state = EMPTY
         txn.last_update_ms = now
+        self._record(txn)
         return txn.producer_id, txn.epoch
 
     def _bump(self, txn: Transaction, remember: bool = True) -> None:
@@ -137,8 +150,12 @@ class TransactionCoordinator:
     def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                        partitions: Iterable[tuple[str, int]]) -> None:
         txn = self._current(transactional_id, producer_id, epoch)
+        wanted = set(partitions)
+        if txn.state == ONGOING and wanted <= txn.partitions:
+            return  # Kafka writes nothing when the transaction holds them already
         self._open(txn)
-        txn.partitions.update(partitions)
+        txn.partitions.update(wanted)
+        self._record(txn)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                           partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -149,8 +166,17 @@ class TransactionCoordinator:
 
     def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None:
         txn = self._current(transactional_id, producer_id, epoch)
+        if txn.state == ONGOING and (group_id in txn.groups or self._offsets_partition(group_id) in
+                                     txn.offsets_partitions):
+            return  # its __consumer_offsets partition is in the transaction already: nothing written
         self._open(txn)
         txn.groups.add(group_id)
+        self._record(txn)
+
+    def _offsets_partition(self, group_id: str) -> int:
+        from mockbroker.state.internal_topics import partition_for
+
+        return partition_for(group_id, int(self.config["offsets.topic.num.partitions"]))
 
     def check_produce(self, producer_id: int, epoch: int, topic: str, partition: int, implicit_add: bool) -> None:
         """A transactional batch may only go to a partition of the producer's open transaction
@@ -167,6 +193,7 @@ class TransactionCoordinator:
         if implicit_add and epoch == txn.epoch and txn.state not in (PREPARE_COMMIT, PREPARE_ABORT):
             self._open(txn)
             txn.partitions.add((topic, partition))
+            self._record(txn)
             return
         raise KafkaError(ErrorCode.INVALID_TXN_STATE,
                          f"{topic}-{partition} is not part of an open transaction of producer {producer_id}")
@@ -180,7 +207,8 @@ class TransactionCoordinator:
         if epoch < txn.epoch:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
                              f"epoch {epoch} of producer {producer_id} is older than {txn.epoch}: fenced")
-        if txn.state != ONGOING or group_id not in txn.groups:
+        if txn.state != ONGOING or (group_id not in txn.groups and
+                                    self._offsets_partition(group_id) not in txn.offsets_partitions):
             raise KafkaError(ErrorCode.INVALID_TXN_STATE,
                              f"group '{group_id}' was not added to an open transaction of '{transactional_id}' "
                              "(AddOffsetsToTxn first)")
@@ -215,6 +243,7 @@ class TransactionCoordinator:
                              f"cannot {what} '{transactional_id}': no transaction is open")
         if bump_epoch:
             self._bump(txn)
+        txn.client_version = 2 if bump_epoch else 0
         self._end(txn, commit)
         return txn.producer_id, txn.epoch
 
@@ -224,18 +253,24 @@ class TransactionCoordinator:
         txn.last_update_ms = now
         delay = self.config.get("mock.transaction.marker.delay.ms", 0)
         txn.markers_due_ms = now + delay
+        self._record(txn)
         if delay <= 0:
             self._write_markers(txn)
 
     def _write_markers(self, txn: Transaction) -> None:
         commit = txn.state == PREPARE_COMMIT
-        self.markers(txn.producer_id, txn.epoch, commit, sorted(txn.partitions), sorted(txn.groups))
+        groups = set(txn.groups)
+        if txn.offsets_partitions and self.log is not None:
+            groups |= self.log.groups_in(txn.producer_id, txn.offsets_partitions)
+        self.markers(txn.producer_id, txn.epoch, commit, sorted(txn.partitions), sorted(groups))
         txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         txn.partitions.clear()
         txn.groups.clear()
+        txn.offsets_partitions.clear()
         txn.markers_due_ms = -1
-        txn.start_ms = -1
         txn.last_update_ms = self.clock.now_ms()
+        self._record(txn)  # Kafka's Complete record keeps the start time
+        txn.start_ms = -1
 
     # -- time ----------------------------------------------------------------------------------------
     def timers_live(self) -> bool:
@@ -260,6 +295,8 @@ class TransactionCoordinator:
             elif txn.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT) and now - txn.last_update_ms >= expiration:
                 del self.transactions[txn.transactional_id]
                 self.by_producer_id.pop(txn.producer_id, None)
+                if self.log is not None:
+                    self.log.write(txn.transactional_id, None)  # Kafka's tombstone for an expired id
 
     # -- describing ----------------------------------------------------------------------------------
     def describe(self, transactional_id: str) -> Transaction:

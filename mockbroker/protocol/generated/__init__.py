@@ -105,7 +105,13 @@ OTHERS = {
     'OffsetCommitValue': 'offset_commit_value',
     'RequestHeader': 'request_header',
     'ResponseHeader': 'response_header',
+    'ShareSnapshotKey': 'share_snapshot_key',
+    'ShareSnapshotValue': 'share_snapshot_value',
+    'ShareUpdateKey': 'share_update_key',
+    'ShareUpdateValue': 'share_update_value',
     'SnapshotFooterRecord': 'snapshot_footer_record',
     'SnapshotHeaderRecord': 'snapshot_header_record',
+    'TransactionLogKey': 'transaction_log_key',
+    'TransactionLogValue': 'transaction_log_value',
     'VotersRecord': 'voters_record',
 }
