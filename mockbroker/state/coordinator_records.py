@@ -1,7 +1,7 @@
 """Coordinator records in an internal topic: one record appended as Kafka's coordinators append theirs, and
 the records of a topic read back in log order for the loaders (state/coordinator_load.py).
 
-Kafka's coordinators write each record in a v2 batch of its own (no compression, no producer id) to the
+Kafka's coordinators write the records of each change in a v2 batch (no compression, no producer id) to the
 partition of the internal topic that :func:`~mockbroker.state.internal_topics.partition_for` gives their
 key; the key and value are an int16 version (the record type for coordinator keys) and the message.
 A null value is a tombstone.
@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 from mockbroker import records as rec
 from mockbroker.codec_errors import CodecError
 from mockbroker.protocol import api
+from mockbroker.records.varint import append_varint
 from mockbroker.state import internal_topics
 from mockbroker.state.log import PartitionLog, StoredBatch
 
@@ -29,9 +31,15 @@ def encode(name: str, version: int, message: Any) -> bytes:
     """``message`` (a generated ``name`` struct) as Kafka stores it: int16 ``version``, then its fields at
     ``version`` (for coordinator keys the version is the record type and the fields are version 0's)."""
     mod = api.module(name)
+    return encode_with(mod, version, message, version if version in mod.WRITERS else 0)
+
+
+def encode_with(mod: ModuleType, version: int, message: Any, fields_version: int | None = None) -> bytes:
+    """``message`` of the generated module ``mod``: int16 ``version``, then its fields at ``fields_version``
+    (default: ``version``)."""
     out = bytearray(_VERSION.pack(version))
-    api.encode_message(mod, version if version in mod.WRITERS else 0, message, out, [])
-    return bytes(out)
+    api.encode_message(mod, version if fields_version is None else fields_version, message, out, [])
+    return bytes(out)  # (no holes: these structs carry no record sets)
 
 
 def decode(name: str, data: bytes | memoryview, version: int | None = None) -> Any:
@@ -58,16 +66,38 @@ def partition_of(state: Any, topic_name: str, key: str) -> PartitionLog:
     return topic.partitions[internal_topics.partition_for(key, len(topic.partitions))]  # type: ignore[no-any-return]
 
 
-def append(state: Any, topic_name: str, key: str, record_key: bytes, record_value: bytes | None) -> PartitionLog:
-    """Append one record (``record_value`` None: a tombstone) in a batch of its own to ``key``'s partition
-    of ``topic_name``, stamped with the cluster clock; the partition it went to."""
+def records_body(items: list[tuple[bytes, bytes | None]]) -> bytearray:
+    """The records of a v2 batch (no attributes, timestamp delta 0, offset delta = index, no headers):
+    what records.build_batch makes of them, without its general cases (a commit's cost)."""
+    out = bytearray()
+    for index, (key, value) in enumerate(items):
+        one = bytearray(2)  # attributes 0, timestamp delta 0
+        append_varint(one, index)
+        append_varint(one, len(key))
+        one += key
+        if value is None:
+            one.append(1)  # a null value: length -1
+        else:
+            append_varint(one, len(value))
+            one += value
+        one.append(0)  # no headers
+        append_varint(out, len(one))
+        out += one
+    return out
+
+
+def append(state: Any, topic_name: str, key: str, items: list[tuple[bytes, bytes | None]],
+           now: int | None = None) -> PartitionLog:
+    """Append ``items`` (record key, record value or None for a tombstone) in one batch to ``key``'s
+    partition of ``topic_name``, CreateTime ``now`` (None: the cluster clock's now); the partition it went
+    to.  Kafka's coordinators write the records of one change in one batch (all or none)."""
     plog = partition_of(state, topic_name, key)
-    now = state.clock.now_ms()
-    offset = plog.next_offset
-    data = rec.build_batch([(record_key, record_value, None, now)], base_offset=offset, base_timestamp=now,
-                           partition_leader_epoch=plog.leader_epoch)
+    now = state.clock.now_ms() if now is None else now
+    base, last = plog.next_offset, len(items) - 1
+    data = rec.batch_from_body(records_body(items), len(items), last, now, now, base_offset=base,
+                               partition_leader_epoch=plog.leader_epoch)
     size_before = plog.size_bytes
-    plog.append(StoredBatch(offset, offset, now, len(data), (data,)))
+    plog.append(StoredBatch(base, base + last, now, len(data), (data,)))
     state.memory_cap.added(plog, size_before)
     return plog
 

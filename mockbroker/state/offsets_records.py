@@ -17,6 +17,7 @@ from typing import Any
 
 from mockbroker.codec_errors import CodecError
 from mockbroker.protocol import api
+from mockbroker.state import coordinator_records
 
 OFFSET_COMMIT = 1  # the key version Kafka writes (0 is the pre-0.10 form of the same key)
 GROUP_METADATA = 2
@@ -57,22 +58,16 @@ def value_module(record_type: int) -> ModuleType:
     return api.module(_NAMES[record_type] + "Value")
 
 
-def _encode(mod: ModuleType, version: int, obj: Any) -> bytes:
-    out = bytearray(_VERSION.pack(version))
-    api.encode_message(mod, version, obj, out, [])
-    return bytes(out)  # (no holes: these structs carry no record sets)
-
-
 def encode_key(record_type: int, **fields: Any) -> bytes:
     """A record key: ``record_type`` as the version, then the key struct at that version."""
     mod = key_module(record_type)
-    return _encode(mod, record_type, mod.ROOT(**fields))
+    return coordinator_records.encode_with(mod, record_type, mod.ROOT(**fields))
 
 
 def encode_value(record_type: int, version: int, **fields: Any) -> bytes:
     """A record value: ``version``, then the value struct of ``record_type`` at that version."""
     mod = value_module(record_type)
-    return _encode(mod, version, mod.ROOT(**fields))
+    return coordinator_records.encode_with(mod, version, mod.ROOT(**fields))
 
 
 def offset_key(group: str, topic: str, partition: int) -> bytes:
@@ -85,7 +80,8 @@ def offset_value(offset: int, leader_epoch: int, metadata: str | None, commit_ms
     retention time)."""
     version = OFFSET_VALUE_VERSION_EXPIRING if expire_ms >= 0 else OFFSET_VALUE_VERSION
     mod = _OFFSET_VALUE or _offset_value_module()
-    return _encode(mod, version, mod.ROOT(offset, leader_epoch, metadata or "", commit_ms, expire_ms))
+    value = mod.ROOT(offset, leader_epoch, metadata or "", commit_ms, expire_ms)
+    return coordinator_records.encode_with(mod, version, value)
 
 
 _OFFSET_VALUE: ModuleType | None = None

@@ -29,38 +29,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from mockbroker import records as rec
-from mockbroker.records.varint import append_varint
+from mockbroker.state import coordinator_records
 from mockbroker.state import offsets_records as recs
 from mockbroker.state.group_offsets import COMPLETING, PREPARING
-from mockbroker.state.internal_topics import CONSUMER_OFFSETS, ensure, partition_for
-from mockbroker.state.log import StoredBatch
+from mockbroker.state.internal_topics import CONSUMER_OFFSETS
 
+OffsetRow = tuple[str, int, int, int, str | None]  # topic, partition, offset, leader epoch, metadata
 _MEMBER_TYPES = (recs.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, recs.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
                  recs.CONSUMER_GROUP_MEMBER_METADATA)
 Image = dict[bytes, bytes]  # a group's records: key -> value
 KEYS_KEPT = 100_000  # OffsetCommit keys kept encoded (each commit of a partition writes the same key again)
-
-
-def records_body(items: list[tuple[bytes, bytes | None]]) -> bytearray:
-    """The records of a v2 batch (no attributes, timestamp delta 0, offset delta = index, no headers):
-    what records.build_batch makes of them, without its general cases (OffsetCommit's cost)."""
-    out = bytearray()
-    for index, (key, value) in enumerate(items):
-        one = bytearray(2)  # attributes 0, timestamp delta 0
-        append_varint(one, index)
-        append_varint(one, len(key))
-        one += key
-        if value is None:
-            one.append(1)  # a null value: length -1
-        else:
-            append_varint(one, len(value))
-            one += value
-        one.append(0)  # no headers
-        append_varint(out, len(one))
-        out += one
-    return out
-OffsetRow = tuple[str, int, int, int, str | None]  # topic, partition, offset, leader epoch, metadata
 
 
 def _frozen(parts: dict[str, set[int]]) -> tuple[Any, ...]:
@@ -92,16 +70,7 @@ class OffsetsTopicWriter:
         the clock's now)."""
         if not items:
             return
-        cluster = self.cluster
-        topic = ensure(cluster, CONSUMER_OFFSETS)
-        log = topic.partitions[partition_for(group_id, len(topic.partitions))]
-        size_before = log.size_bytes
-        now = cluster.clock.now_ms() if now is None else now
-        base, last = log.next_offset, len(items) - 1
-        data = rec.batch_from_body(records_body(items), len(items), last, now, now, base_offset=base,
-                                   partition_leader_epoch=log.leader_epoch)
-        log.append(StoredBatch(base, base + last, now, len(data), (data,)))
-        cluster.memory_cap.added(log, size_before)
+        coordinator_records.append(self.cluster, CONSUMER_OFFSETS, group_id, items, now)
 
     def offset_key(self, group_id: str, topic: str, partition: int) -> bytes:
         key = self._keys.get((group_id, topic, partition))

@@ -136,8 +136,8 @@ class ShareStateLog:
         key = api.module(key_name).ROOT(group_id=group_id, topic_id=bytes(topic_id), partition=partition)
         coordinator_records.append(
             self.state, SHARE_GROUP_STATE, coordinator_key(group_id, topic_id, partition),
-            coordinator_records.encode(key_name, kind, key),
-            None if value is None else coordinator_records.encode(value_name, 0, value))
+            [(coordinator_records.encode(key_name, kind, key),
+              None if value is None else coordinator_records.encode(value_name, 0, value))])
 
 
 def _batch(mod: Any, b: StateBatch) -> Any:

@@ -93,8 +93,8 @@ class TransactionLog:
     def write(self, transactional_id: str, txn: Transaction | None) -> None:
         """One record for ``transactional_id``'s new state (None: a tombstone, the id expired)."""
         value = None if txn is None else value_bytes(txn, self.value_version(), offsets_partition_count(self.state))
-        coordinator_records.append(self.state, TRANSACTION_STATE, transactional_id, key_bytes(transactional_id),
-                                   value)
+        coordinator_records.append(self.state, TRANSACTION_STATE, transactional_id,
+                                   [(key_bytes(transactional_id), value)])
 
     def groups_in(self, producer_id: int, partitions: set[int]) -> set[str]:
         """The groups kept in these ``__consumer_offsets`` partitions that hold offsets of ``producer_id``'s
