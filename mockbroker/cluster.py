@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import ssl
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,7 @@ from mockbroker.cluster_faults import FaultsMixin
 from mockbroker.cluster_oidc import OidcMixin, oidc_options
 from mockbroker.cluster_registry import RegistryMixin, registry_port
 from mockbroker.cluster_seed import SeedMixin, seed_plan
+from mockbroker.cluster_store import StoreMixin, store_config
 from mockbroker.faults.latency import check as latency_preset
 from mockbroker.faults.latency import rules as latency_rules
 from mockbroker.server.broker import BrokerServer
@@ -48,7 +50,7 @@ TICK_SECONDS = 0.1  # while anything runs on the clock (ClusterState.timers_live
 IDLE_TICK_SECONDS = 1.02
 
 
-class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin):
+class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin, StoreMixin):
     def __init__(
         self,
         brokers: int = 1,
@@ -77,6 +79,8 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         oidc: bool | int | Mapping[str, Any] = False,
         latency: str | None = None,
         seed: Mapping[str, Any] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        snapshot: str | os.PathLike[str] | None = None,
     ) -> None:
         check_arguments(brokers, port, control_port, topics)  # ValueError before anything listens
         # a latency preset (mockbroker.faults.latency): every API answers as late as Kafka's would
@@ -94,7 +98,9 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
                            ("listener.security.protocol.map", listener_security_protocol_map)):
             if value is not None:
                 config[key] = value
+        store_config(config, data_dir)  # data_dir= is mock.data.dir (mockbroker.cluster_store)
         self.state = ClusterState(config, clock)
+        self._open_store(snapshot)  # the data directory and/or snapshot read back before anything listens
         self._add_latency(self.state)
         self.host = host
         self.security = Security.from_options(self.state.config, host, port, ssl_context=ssl_context,
@@ -161,6 +167,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         self._ticker = None
         try:
             self.state.tick()
+            self._store_tick()
         except Exception:  # one failed tick must not stop the ones after it
             log.exception("cluster tick failed")
         self._schedule_tick()
@@ -194,6 +201,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         self.brokers.clear()
         self.security.close_key_sets()
         await self._stop_oidc()
+        self._close_store()
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()
@@ -288,12 +296,16 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         """Run ``fn`` on the cluster's loop (directly when already on it) and return its result."""
         loop = self._loop
         if loop is None or self._thread is None or threading.current_thread() is self._thread:
-            return fn(*args, **kwargs)
+            done = fn(*args, **kwargs)
+            self._store_after_call()
+            return done
         result: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         def run() -> None:
             try:
-                result.set_result(fn(*args, **kwargs))
+                done = fn(*args, **kwargs)
+                self._store_after_call()
+                result.set_result(done)
             except BaseException as exc:
                 result.set_exception(exc)
 
@@ -441,8 +453,10 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
             self._register(fresh, server)
             server.use_state(fresh)
         self.state = fresh
+        self._store_reset(fresh)
         for name, partitions in self._initial_topics.items():
-            fresh.create_topic(name, partitions)
+            if name not in fresh.topics:
+                fresh.create_topic(name, partitions)
         self._reset_registry()
         self._reset_oidc()
         await self._load_seed()
