@@ -169,7 +169,8 @@ def _check_serve(args: argparse.Namespace, blame: Callable[[str], str | None] | 
 
         seed = check("--seed", from_flags, args.seed, args.seed_value_schema, args.seed_key_schema)
     try:
-        return MockCluster(seed=seed, brokers=args.brokers, host=args.host, port=args.port, config=configs,
+        return MockCluster(seed=seed, data_dir=args.data_dir, snapshot=args.snapshot, brokers=args.brokers,
+                           host=args.host, port=args.port, config=configs,
                            topics=dict(args.topic), control_port=args.control_port,
                            control_host=args.control_host, control_token=args.control_token,
                            advertised_host=args.advertised_host, listeners=args.listeners,
