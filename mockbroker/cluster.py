@@ -148,6 +148,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         for name, partitions in self._initial_topics.items():
             if name not in self.state.topics:
                 self.state.create_topic(name, partitions)
+        self._store_after_call()  # (a data directory: the topics on disk before any client hears of them)
         self.state.wake_ticker = self._wake_ticker
         self._schedule_tick()
         self.control = self._make_control()  # the control API and the console, when control_port is given

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from mockbroker.cluster import MockCluster
 from mockbroker.store import segment_files as files
@@ -149,9 +149,9 @@ def test_retention_frees_the_files(tmp_path: Path) -> None:
         admin.create_topics([NewTopic("old", 1, 1, config={"segment.bytes": "2000"})])["old"].result(timeout=10)
         _produce(cluster.bootstrap_servers, "old", 200, per_batch=20, timestamp=1_000_000)  # from long ago
         assert len(_logs(data_dir / "old-0")) > 2
-        resource = ConfigResource(ConfigResource.Type.TOPIC, "old", set_config={"retention.ms": "60000",
-                                                                                 "segment.bytes": "2000"})
-        next(iter(admin.alter_configs([resource]).values())).result(timeout=10)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, "old", incremental_configs=[
+            ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)])
+        next(iter(admin.incremental_alter_configs([resource]).values())).result(timeout=10)
         deadline = time.monotonic() + 10
         while _logs(data_dir / "old-0") and time.monotonic() < deadline:
             time.sleep(0.1)
