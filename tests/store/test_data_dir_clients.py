@@ -87,8 +87,16 @@ def test_topics_configs_and_records_survive_a_restart(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not FULL_METADATA, reason="ACLs and SCRAM users are kept by mockbroker.store.metadata")
 def test_acls_and_scram_users_survive_a_restart(tmp_path: Path) -> None:
-    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType,
-                                       ResourceType, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
 
     data_dir = tmp_path / "data"
     binding = AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", "*",

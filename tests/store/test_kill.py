@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from mockbroker.store import segment_files as files
