@@ -61,13 +61,18 @@ class DataDir:
         self._fingerprint: tuple[int, int] = (-1, -1)
         self._captured_ms = 0
         self.state: ClusterState | None = None
+        self._loading = False  # while the directory's own partitions are read back (their files are theirs)
         self._lock_fd = _lock(self.path)
 
     # -- opening --------------------------------------------------------------------------------
     def load(self, state: ClusterState) -> bool:
         """Fill the fresh ``state`` from the directory and attach to it; whether anything was there."""
         state.new_log = self.new_log
-        data = loading.load_state(state, self.path, writable=True)
+        self._loading = True
+        try:
+            data = loading.load_state(state, self.path, writable=True)
+        finally:
+            self._loading = False
         self.attach(state)
         if data is not None:
             self._saved = _encode(loading.capture(state))
@@ -85,6 +90,8 @@ class DataDir:
         old = self.logs.get(folder)
         if old is not None:  # a deleted topic's partition of the same name: its files are not ours now
             old.close()
+        if not self._loading:  # a new partition: what an older topic of the same name left goes now
+            shutil.rmtree(folder, ignore_errors=True)
         log = DurableLog(topic.name, index, replicas[0], replicas, folder, self.fsync,
                          int(topic.config["segment.bytes"]))
         self.logs[folder] = log

@@ -164,3 +164,17 @@ def test_retention_frees_the_files(tmp_path: Path) -> None:
         while _logs(data_dir / "old-0") and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _logs(data_dir / "old-0") == []
+
+
+def test_reset_empties_the_data_dir(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with MockCluster(data_dir=data_dir, topics={"t": 1}) as cluster:
+        _produce(cluster.bootstrap_servers, "t", 20)
+        _produce(cluster.bootstrap_servers, "other", 5)  # auto-created
+        assert (data_dir / "other-0").exists()
+        cluster.reset()
+        assert not (data_dir / "other-0").exists()
+        assert _logs(data_dir / "t-0") == []  # the initial topic again, empty
+    with MockCluster(data_dir=data_dir) as cluster:
+        assert sorted(cluster.state.topics) == ["t"]
+        assert cluster.state.topics["t"].partitions[0].next_offset == 0
