@@ -21,6 +21,7 @@ from mockbroker.plain import Slotted
 SUFFIX = ".log"
 LOG_OVERHEAD = 12  # offset (8) and length (4) before every entry
 V2_HEADER = 61  # a v2 batch's header, length prefix included
+IOV_MAX = 1024  # buffers per os.writev (POSIX's minimum for IOV_MAX; Linux's)
 CHECK_LAST = 16  # entries at a file's end whose CRC is checked at start
 _PREFIX = struct.Struct(">qi")
 # v2 header after the prefix: partition leader epoch, magic, crc, attributes, last offset delta, base
@@ -174,13 +175,19 @@ def write_file(path: str, chunks: list[Any], sync: bool) -> None:
 
 
 def write_all(fd: int, chunks: Any) -> int:
-    """Write every buffer of ``chunks`` at the file's end (os.writev; again for what a short write left)."""
-    chunks = list(chunks)
-    total = sum(len(memoryview(c).cast("B")) for c in chunks)
-    written = os.writev(fd, chunks) if chunks else 0
-    if written < total:  # a short write (rare): the rest, byte exact
-        rest = b"".join(bytes(c) for c in chunks)[written:]
-        while rest:
-            n = os.write(fd, rest)
-            rest = rest[n:]
+    """Write every buffer of ``chunks`` at the file's end: os.writev of up to IOV_MAX buffers at a time, and
+    again for whatever a short write left.  Returns the bytes written."""
+    pending = [memoryview(c).cast("B") for c in chunks]
+    total = 0
+    while pending:
+        group, pending = pending[:IOV_MAX], pending[IOV_MAX:]
+        size = sum(len(c) for c in group)
+        written = os.writev(fd, group)
+        total += written
+        if written < size:  # a short write (rare): the rest of this group, byte exact
+            rest = b"".join(bytes(c) for c in group)[written:]
+            while rest:
+                n = os.write(fd, rest)
+                rest = rest[n:]
+                total += n
     return total

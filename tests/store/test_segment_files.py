@@ -171,3 +171,20 @@ def test_leader_epochs_are_kept_and_bumped_at_start(tmp_path: Path) -> None:
     assert reloaded.leader_epoch == 2  # 1 before the restart, bumped once by it
     assert reloaded.epoch_starts == [(0, 0), (1, 3), (2, 3)]
     again.close()
+
+
+def test_a_snapshot_of_more_batches_than_one_writev_takes(tmp_path: Path) -> None:
+    from mockbroker.store import snapshot
+
+    state = ClusterState()
+    state.create_topic("many", 1)
+    log = state.topics["many"].partitions[0]
+    for _ in range(files.IOV_MAX + 10):  # each batch two buffers: over IOV_MAX buffers in one file
+        _append(log, 1)
+    snapshot.write(state, str(tmp_path / "snap"))
+    again = ClusterState()
+    snapshot.load(again, str(tmp_path / "snap"))
+    back = again.topics["many"].partitions[0]
+    assert back.next_offset == log.next_offset
+    assert [b"".join(bytes(x) for x in b.buffers) for b in back.batches] == [
+        b"".join(bytes(x) for x in b.buffers) for b in log.batches]
