@@ -188,3 +188,28 @@ def test_a_snapshot_of_more_batches_than_one_writev_takes(tmp_path: Path) -> Non
     assert back.next_offset == log.next_offset
     assert [b"".join(bytes(x) for x in b.buffers) for b in back.batches] == [
         b"".join(bytes(x) for x in b.buffers) for b in log.batches]
+
+
+def test_producer_state_is_rebuilt_from_the_files(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+    _append(log)  # offsets 0-2, no producer
+    txn = rec.build_batch([(None, b"t0"), (None, b"t1")], base_offset=3, producer_id=7, producer_epoch=2,
+                          base_sequence=0, transactional=True)
+    log.producers.record_append(7, 2, 0, 1, 3, 4, 0, 0, True)
+    log.append(stored_batch(memoryview(txn), 3, 0))
+    log.append_marker(7, 2, False, 0, 1_700_000_000_000)  # aborted at 5
+    txn2 = rec.build_batch([(None, b"t2")], base_offset=6, producer_id=7, producer_epoch=2, base_sequence=2,
+                           transactional=True)
+    log.producers.record_append(7, 2, 2, 2, 6, 6, 0, 0, True)
+    log.append(stored_batch(memoryview(txn2), 6, 0))  # open when the process ends
+    _append(log, 2, pid=9, seq=0)  # 7-8, idempotent
+    log.close()
+    back = PartitionLog("t", 0, 0, [0])
+    top = loading.read_partition(back, str(tmp_path / "t-0"), 0, writable=False)
+    assert top == 9
+    assert back.last_stable_offset == 6  # the open transaction holds it
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in back.producers.aborted] == [(7, 3, 5)]
+    duplicate = back.producers.duplicate_of(9, 0, 0, 1)  # a retry after the restart: answered with its offset
+    assert duplicate is not None and duplicate.first_offset == 7
+    back.append_marker(7, 2, True, 0, 1_700_000_000_000)
+    assert back.last_stable_offset == back.next_offset == 10
