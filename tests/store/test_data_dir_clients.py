@@ -178,3 +178,24 @@ def test_reset_empties_the_data_dir(tmp_path: Path) -> None:
     with MockCluster(data_dir=data_dir) as cluster:
         assert sorted(cluster.state.topics) == ["t"]
         assert cluster.state.topics["t"].partitions[0].next_offset == 0
+
+
+def test_the_c_produce_lane_stays_on_and_writes_before_answering(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Produce to a data directory goes through the C lane (the Python handler is never called), whose
+    appends call DurableLog.append: each batch is in its file when the answer comes back."""
+    from mockbroker.handlers import k00_produce, produce_lane
+
+    if not produce_lane.available():
+        pytest.skip("the C produce lane is not built here")
+    handled: list[int] = []
+    original = k00_produce._append
+    monkeypatch.setattr(k00_produce, "_append", lambda *a: handled.append(1) or original(*a))
+    data_dir = tmp_path / "data"
+    with MockCluster(data_dir=data_dir, topics={"fast": 1}) as cluster:
+        _produce(cluster.bootstrap_servers, "fast", 200, per_batch=20)
+        log = cluster.state.topics["fast"].partitions[0]
+        on_disk = (data_dir / "fast-0" / files.file_name(0)).read_bytes()
+        assert on_disk == b"".join(b"".join(bytes(x) for x in b.buffers) for b in log.batches)
+        assert len(log.batches) >= 10 and log.next_offset == 200
+    assert handled == []
