@@ -101,29 +101,33 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         store_config(config, data_dir)  # data_dir= is mock.data.dir (mockbroker.cluster_store)
         self.state = ClusterState(config, clock)
         self._open_store(snapshot)  # the data directory and/or snapshot read back before anything listens
-        self._add_latency(self.state)
-        self.host = host
-        self.security = Security.from_options(self.state.config, host, port, ssl_context=ssl_context,
-                                              ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
-                                              ssl_cafile=ssl_cafile, ssl_client_auth=ssl_client_auth)
-        self._make_oidc()
-        self._sasl_users = dict(sasl_users or {})
-        self._add_users(self.state)
-        # what Metadata tells clients to connect to (a wildcard listen address is no place to connect to)
-        self.advertised_host = advertised_host or ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host)
-        self._advertised_host_given = advertised_host is not None
-        self._base_port = port
-        self._initial_topics = dict(topics or {})
-        # seed data (mockbroker.seed): every file read and checked now, loaded as the cluster starts
-        self._seed = seed_plan(seed, self.state, self._initial_topics, self._registry_options[1] is not None)
-        self.brokers: list[BrokerServer] = []
-        self._count = brokers
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stop_requested: asyncio.Future[None] | None = None
-        self._ticker: asyncio.TimerHandle | None = None
-        self._control_options = (control_host, control_port, control_token)
-        self.control: ControlServer | None = None  # when control_port is given
+        try:
+            self._add_latency(self.state)
+            self.host = host
+            self.security = Security.from_options(self.state.config, host, port, ssl_context=ssl_context,
+                                                  ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
+                                                  ssl_cafile=ssl_cafile, ssl_client_auth=ssl_client_auth)
+            self._make_oidc()
+            self._sasl_users = dict(sasl_users or {})
+            self._add_users(self.state)
+            # what Metadata tells clients to connect to (a wildcard listen address is no place to connect to)
+            self.advertised_host = advertised_host or ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host)
+            self._advertised_host_given = advertised_host is not None
+            self._base_port = port
+            self._initial_topics = dict(topics or {})
+            # seed data (mockbroker.seed): every file read and checked now, loaded as the cluster starts
+            self._seed = seed_plan(seed, self.state, self._initial_topics, self._registry_options[1] is not None)
+            self.brokers: list[BrokerServer] = []
+            self._count = brokers
+            self._loop: asyncio.AbstractEventLoop | None = None
+            self._thread: threading.Thread | None = None
+            self._stop_requested: asyncio.Future[None] | None = None
+            self._ticker: asyncio.TimerHandle | None = None
+            self._control_options = (control_host, control_port, control_token)
+            self.control: ControlServer | None = None  # when control_port is given
+        except BaseException:  # the data directory's lock is not kept by a cluster never made
+            self._close_store()
+            raise
 
     # -- async life cycle -------------------------------------------------------------------
     async def start(self) -> MockCluster:

@@ -188,6 +188,13 @@ class DataDir:
             self._lock_fd = -1
 
 
+    def __del__(self) -> None:
+        """A DataDir dropped without close (a MockCluster whose construction failed later): the lock goes."""
+        if getattr(self, "_lock_fd", -1) >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+
 def _encode(data: Any) -> str:
     return json.dumps(data, sort_keys=True, indent=1)
 

@@ -199,3 +199,16 @@ def test_the_c_produce_lane_stays_on_and_writes_before_answering(tmp_path: Path,
         assert on_disk == b"".join(b"".join(bytes(x) for x in b.buffers) for b in log.batches)
         assert len(log.batches) >= 10 and log.next_offset == 200
     assert handled == []
+
+
+def test_a_cluster_that_fails_to_be_made_leaves_the_folder_free(tmp_path: Path) -> None:
+    def refused() -> str:
+        try:
+            MockCluster(data_dir=tmp_path / "data", seed={"t": str(tmp_path / "missing.jsonl")})
+        except ValueError as exc:  # (not pytest.raises: its record of the frames would keep the cluster)
+            return str(exc)
+        return ""
+
+    assert "missing.jsonl" in refused()
+    with MockCluster(data_dir=tmp_path / "data"):
+        pass
