@@ -14,10 +14,13 @@ and touches no files (CI uses it to prove the benchmark still runs); its numbers
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import platform
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,13 +87,22 @@ BROKERS: tuple[tuple[str, Callable[[], Peer]], ...] = (
     ("mockbroker (pure Python)", lambda: start_mockbroker(pure_python=True)),
     # strict validation off: no CRC, decompression or per-record checks (README: what the trade is)
     ("mockbroker (envelope checks)", lambda: start_mockbroker("mock.produce.validation=envelope")),
+    # every append written to a data directory before its answer (docs/data-dir-and-snapshots.md)
+    ("mockbroker (data dir)", lambda: start_mockbroker(f"mock.data.dir={_bench_data_dir()}")),
     *PEERS[1:],
 )
-# the rows mockbroker's variants (pure Python, envelope checks) are measured on; not the following consumer,
+# the rows mockbroker's variants (pure Python, envelope checks, data dir) are measured on; not the following consumer,
 # whose cost is the Fetch path, or the clients' connections (the variants change only how produced
 # batches are checked)
 VARIANT_ROWS = ({r.key for r in ROWS if r.throughput} | {"lat_p50", "lat_p99"}
                 | {r.key for r in CPU_ROWS if r.key not in ("cpu_follow", "cpu_clients_clients")})
+
+
+def _bench_data_dir() -> str:
+    """A fresh data directory for the data dir variant, removed when the run ends."""
+    folder = tempfile.mkdtemp(prefix="mockbroker-bench-data-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 @dataclass(frozen=True)
@@ -283,7 +295,7 @@ def _on_fresh(start: Callable[[], Peer], load: Callable[[Peer], Any]) -> Any:
 
 
 def _measures(broker: str, key: str) -> bool:
-    """mockbroker's variants (pure Python, envelope checks) take the throughput, latency and CPU loads."""
+    """mockbroker's variants (pure Python, envelope checks, data dir) take the throughput, latency and CPU loads."""
     return not broker.startswith("mockbroker (") or key in VARIANT_ROWS
 
 

@@ -169,7 +169,8 @@ def _check_serve(args: argparse.Namespace, blame: Callable[[str], str | None] | 
 
         seed = check("--seed", from_flags, args.seed, args.seed_value_schema, args.seed_key_schema)
     try:
-        return MockCluster(seed=seed, brokers=args.brokers, host=args.host, port=args.port, config=configs,
+        return MockCluster(seed=seed, data_dir=args.data_dir, snapshot=args.snapshot, brokers=args.brokers,
+                           host=args.host, port=args.port, config=configs,
                            topics=dict(args.topic), control_port=args.control_port,
                            control_host=args.control_host, control_token=args.control_token,
                            advertised_host=args.advertised_host, listeners=args.listeners,
@@ -389,8 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.serve.set_defaults(**cli_kafka_env.serve_defaults(kafka_env))
         args = parser.parse_args(argv)
         cli_kafka_env.announce(kafka_env)
-    cluster = _check_serve(args, kafka_env.source_of if kafka_env is not None else None)  # before anything listens
+    # (logging first: opening a data directory may report a damaged last write it cut off)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    cluster = _check_serve(args, kafka_env.source_of if kafka_env is not None else None)  # before anything listens
     if kafka_env is not None and kafka_env.registry is not None:
         cluster.registry_compatibility = kafka_env.registry.compatibility
     _raise_open_files_limit()  # one descriptor per client connection

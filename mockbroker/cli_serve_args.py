@@ -101,6 +101,15 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
     serve.add_argument("--oidc-host", default=os.environ.get("MOCKBROKER_OIDC_HOST", "127.0.0.1"),
                        help="OIDC provider address (default 127.0.0.1; $MOCKBROKER_OIDC_HOST)")
     _add_security_arguments(serve)
+    serve.add_argument("--data-dir", default=os.environ.get("MOCKBROKER_DATA_DIR") or None, type=values.folder_path,
+                       metavar="DIR", help="keep every partition's log (Kafka's segment files) and the cluster's "
+                       "metadata in DIR, written before each answer leaves, and read back at start: what was "
+                       "acknowledged survives the process being killed (mock.data.fsync=true: power loss too); "
+                       "one live process per DIR ($MOCKBROKER_DATA_DIR; docs/data-dir-and-snapshots.md)")
+    serve.add_argument("--snapshot", default=os.environ.get("MOCKBROKER_SNAPSHOT") or None, type=values.folder_path,
+                       metavar="PATH", help="start from the snapshot at PATH (MockCluster.snapshot): a copy in memory, "
+                       "the snapshot never written to; with --data-dir, copied into it when it is empty "
+                       "($MOCKBROKER_SNAPSHOT)")
     serve.add_argument("--report", default=os.environ.get("MOCKBROKER_REPORT") or None, type=values.report_path,
                        metavar="PATH", help="when stopped, write an HTML report of what the brokers saw (topics, "
                        "records, groups, journal, fault rules) to PATH, one file that opens without a server "

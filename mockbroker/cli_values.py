@@ -100,6 +100,15 @@ def existing_file(text: str) -> str:
     return text
 
 
+def folder_path(text: str) -> str:
+    """A folder (``serve --data-dir``, ``--snapshot``): not empty, not a file."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a folder path is needed")
+    if os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
+    return text
+
+
 def report_path(text: str) -> str:
     """Where ``serve --report`` writes its HTML report: a file (its folder is made when missing)."""
     if not text.strip():

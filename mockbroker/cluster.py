@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import ssl
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,7 @@ from mockbroker.cluster_faults import FaultsMixin
 from mockbroker.cluster_oidc import OidcMixin, oidc_options
 from mockbroker.cluster_registry import RegistryMixin, registry_port
 from mockbroker.cluster_seed import SeedMixin, seed_plan
+from mockbroker.cluster_store import StoreMixin, store_config
 from mockbroker.faults.latency import check as latency_preset
 from mockbroker.faults.latency import rules as latency_rules
 from mockbroker.server.broker import BrokerServer
@@ -48,7 +50,7 @@ TICK_SECONDS = 0.1  # while anything runs on the clock (ClusterState.timers_live
 IDLE_TICK_SECONDS = 1.02
 
 
-class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin):
+class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin, StoreMixin):
     def __init__(
         self,
         brokers: int = 1,
@@ -77,6 +79,8 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         oidc: bool | int | Mapping[str, Any] = False,
         latency: str | None = None,
         seed: Mapping[str, Any] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        snapshot: str | os.PathLike[str] | None = None,
     ) -> None:
         check_arguments(brokers, port, control_port, topics)  # ValueError before anything listens
         # a latency preset (mockbroker.faults.latency): every API answers as late as Kafka's would
@@ -94,30 +98,36 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
                            ("listener.security.protocol.map", listener_security_protocol_map)):
             if value is not None:
                 config[key] = value
+        store_config(config, data_dir)  # data_dir= is mock.data.dir (mockbroker.cluster_store)
         self.state = ClusterState(config, clock)
-        self._add_latency(self.state)
-        self.host = host
-        self.security = Security.from_options(self.state.config, host, port, ssl_context=ssl_context,
-                                              ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
-                                              ssl_cafile=ssl_cafile, ssl_client_auth=ssl_client_auth)
-        self._make_oidc()
-        self._sasl_users = dict(sasl_users or {})
-        self._add_users(self.state)
-        # what Metadata tells clients to connect to (a wildcard listen address is no place to connect to)
-        self.advertised_host = advertised_host or ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host)
-        self._advertised_host_given = advertised_host is not None
-        self._base_port = port
-        self._initial_topics = dict(topics or {})
-        # seed data (mockbroker.seed): every file read and checked now, loaded as the cluster starts
-        self._seed = seed_plan(seed, self.state, self._initial_topics, self._registry_options[1] is not None)
-        self.brokers: list[BrokerServer] = []
-        self._count = brokers
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stop_requested: asyncio.Future[None] | None = None
-        self._ticker: asyncio.TimerHandle | None = None
-        self._control_options = (control_host, control_port, control_token)
-        self.control: ControlServer | None = None  # when control_port is given
+        self._open_store(snapshot)  # the data directory and/or snapshot read back before anything listens
+        try:
+            self._add_latency(self.state)
+            self.host = host
+            self.security = Security.from_options(self.state.config, host, port, ssl_context=ssl_context,
+                                                  ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
+                                                  ssl_cafile=ssl_cafile, ssl_client_auth=ssl_client_auth)
+            self._make_oidc()
+            self._sasl_users = dict(sasl_users or {})
+            self._add_users(self.state)
+            # what Metadata tells clients to connect to (a wildcard listen address is no place to connect to)
+            self.advertised_host = advertised_host or ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host)
+            self._advertised_host_given = advertised_host is not None
+            self._base_port = port
+            self._initial_topics = dict(topics or {})
+            # seed data (mockbroker.seed): every file read and checked now, loaded as the cluster starts
+            self._seed = seed_plan(seed, self.state, self._initial_topics, self._registry_options[1] is not None)
+            self.brokers: list[BrokerServer] = []
+            self._count = brokers
+            self._loop: asyncio.AbstractEventLoop | None = None
+            self._thread: threading.Thread | None = None
+            self._stop_requested: asyncio.Future[None] | None = None
+            self._ticker: asyncio.TimerHandle | None = None
+            self._control_options = (control_host, control_port, control_token)
+            self.control: ControlServer | None = None  # when control_port is given
+        except BaseException:  # the data directory's lock is not kept by a cluster never made
+            self._close_store()
+            raise
 
     # -- async life cycle -------------------------------------------------------------------
     async def start(self) -> MockCluster:
@@ -142,6 +152,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         for name, partitions in self._initial_topics.items():
             if name not in self.state.topics:
                 self.state.create_topic(name, partitions)
+        self._store_after_call()  # (a data directory: the topics on disk before any client hears of them)
         self.state.wake_ticker = self._wake_ticker
         self._schedule_tick()
         self.control = self._make_control()  # the control API and the console, when control_port is given
@@ -161,6 +172,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         self._ticker = None
         try:
             self.state.tick()
+            self._store_tick()
         except Exception:  # one failed tick must not stop the ones after it
             log.exception("cluster tick failed")
         self._schedule_tick()
@@ -194,6 +206,7 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         self.brokers.clear()
         self.security.close_key_sets()
         await self._stop_oidc()
+        self._close_store()
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()
@@ -288,12 +301,16 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
         """Run ``fn`` on the cluster's loop (directly when already on it) and return its result."""
         loop = self._loop
         if loop is None or self._thread is None or threading.current_thread() is self._thread:
-            return fn(*args, **kwargs)
+            done = fn(*args, **kwargs)
+            self._store_after_call()
+            return done
         result: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         def run() -> None:
             try:
-                result.set_result(fn(*args, **kwargs))
+                done = fn(*args, **kwargs)
+                self._store_after_call()
+                result.set_result(done)
             except BaseException as exc:
                 result.set_exception(exc)
 
@@ -441,8 +458,10 @@ class MockCluster(FaultsMixin, RegistryMixin, OidcMixin, ConsoleMixin, SeedMixin
             self._register(fresh, server)
             server.use_state(fresh)
         self.state = fresh
+        self._store_reset(fresh)
         for name, partitions in self._initial_topics.items():
-            fresh.create_topic(name, partitions)
+            if name not in fresh.topics:
+                fresh.create_topic(name, partitions)
         self._reset_registry()
         self._reset_oidc()
         await self._load_seed()

@@ -53,8 +53,10 @@ if TYPE_CHECKING:
 
 # latency: a preset (mockbroker.faults.latency); oidc: MockCluster(oidc=...), a mock OIDC provider; control_port:
 # the control API and the web console (mock_cluster.console_url); report: when the test's HTML reports are written
-# (mockbroker.pytest_report; not a MockCluster option); seed: MockCluster(seed=...), records from JSON Lines files
-_OPTIONS = ("brokers", "topics", "config", "host", "clock", "latency", "oidc", "control_port", "report", "seed")
+# (mockbroker.pytest_report; not a MockCluster option); seed: MockCluster(seed=...), records from JSON Lines files;
+# snapshot: MockCluster(snapshot=...), the cluster starts from a snapshot (its own copy in memory)
+_OPTIONS = ("brokers", "topics", "config", "host", "clock", "latency", "oidc", "control_port", "report", "seed",
+            "snapshot")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -64,12 +66,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "mockbroker(brokers=1, topics=None, config=None, host='127.0.0.1', clock=None, "
-        "latency=None, oidc=False, control_port=None, report=None, seed=None): options for the mock_cluster "
+        "latency=None, oidc=False, control_port=None, report=None, seed=None, snapshot=None): options for the "
+        "mock_cluster "
         "fixture (clock: a mockbroker.state.clock.ManualClock, say; latency='realistic': every API answers as late as "
         "Kafka's would; oidc: a mock OIDC provider; control_port=0: the control API and the web console, "
         "mock_cluster.console_url; report='on-failure' or 'always': write the test's HTML "
         "report to --mockbroker-report's folder, else to mockbroker-reports/ under the rootdir; seed: topic -> "
-        "JSON Lines file or folder, docs/seed-and-dump.md)")
+        "JSON Lines file or folder, docs/seed-and-dump.md; snapshot: a folder MockCluster.snapshot wrote, each test's "
+        "cluster starting from its own copy, docs/data-dir-and-snapshots.md)")
 
 
 @pytest.hookimpl(wrapper=True)

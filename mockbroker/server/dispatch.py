@@ -137,6 +137,9 @@ def dispatch(broker: BrokerServer, conn: Connection, frame: memoryview) -> list[
         answer = LANES[api_key](broker, conn, frame, version, correlation_id)
         if answer is not None:
             return answer
+    after = broker.cluster.after_request
+    if after is not None:  # a data directory (mockbroker.store): the metadata saved before the answer leaves
+        return after(api_key, _python_path(broker, conn, frame, prefix))
     return _python_path(broker, conn, frame, prefix)
 
 

@@ -76,6 +76,11 @@ def no_ticker() -> None:
     """ClusterState.wake_ticker while no MockCluster ticks this state."""
 
 
+def plain_log(topic: Topic, index: int, replicas: list[int]) -> PartitionLog:
+    """ClusterState.new_log's default: a partition log in memory only."""
+    return PartitionLog(topic.name, index, replicas[0], replicas)
+
+
 class ClusterState:
     """Everything the mock brokers share."""
 
@@ -110,6 +115,11 @@ class ClusterState:
         self.features = FeatureLevels()  # feature levels (issue 9)
         self.log_maintenance = LogMaintenance(self)  # retention and compaction (issue 9 configs)
         self.memory_cap = MemoryCap(self)  # issue 10: mock.log.max.total.bytes, retention.bytes at append
+        # how a partition's log is made (mockbroker.store's data directory makes DurableLogs), and what
+        # dispatch calls after each request it answers from Python (the data directory saves the
+        # metadata there when it changed; None: nothing)
+        self.new_log: Callable[[Topic, int, list[int]], PartitionLog] = plain_log
+        self.after_request: Callable[[int, Any], Any] | None = None
         # The group and transaction coordinators, SASL users, log directories, reassignments and the
         # dynamic config layers are made (and their modules imported) on first use: a broker that only
         # produces and fetches never pays for them, and start-up stays short.
@@ -381,7 +391,7 @@ class ClusterState:
             else:
                 first = (self._placement + index) % len(brokers)
                 replicas = [brokers[(first + r) % len(brokers)] for r in range(topic.replication_factor)]
-            topic.partitions.append(PartitionLog(topic.name, index, replicas[0], replicas))
+            topic.partitions.append(self.new_log(topic, index, replicas))
         self._placement += 1
         answer_epoch.bump()
 

@@ -100,6 +100,10 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     # bytes: "duplicate" answers it as Kafka does (the stored batch's offset; its records are not
     # stored), "reject" answers OUT_OF_ORDER_SEQUENCE_NUMBER so the client fails instead of losing them
     "mock.produce.reused.sequences": ("duplicate", str),
+    # mock only: a folder keeping every partition's log and the metadata (mockbroker.store; "": memory
+    # only), and whether each append there is fsynced (off: written to the OS, as Kafka leaves flushing)
+    "mock.data.dir": ("", str),
+    "mock.data.fsync": (False, bool),
     "max.incremental.fetch.session.cache.slots": (1000, int),
     # Kafka: 604800000 (7 days). The mock keeps data unless retention is asked for, so records
     # produced with fixed old timestamps (test fixtures) do not vanish at the first retention check

@@ -347,6 +347,11 @@ BROKER_CONFIGS: dict[str, BrokerSpec] = {
                                         True),
     "mock.log.max.total.bytes": _b(LONG, None, "Mock: memory cap on all stored record batches; produce beyond "
                                    "it gets KAFKA_STORAGE_ERROR (-1: none; default: half the memory).", True),
+    "mock.data.dir": _b(STRING, "", "Mock: the data directory: every partition's log (Kafka's segment files) and "
+                        "the cluster's metadata written there before the answer leaves, read back at start "
+                        "(docs/data-dir-and-snapshots.md; empty: memory only)."),
+    "mock.data.fsync": _b(BOOLEAN, "false", "Mock: fsync each append to the data directory (survives power "
+                          "loss; off: written to the OS before the answer, which survives the process killed)."),
     "mock.log.dir.total.bytes": _b(LONG, "1099511627776", "Mock: the size DescribeLogDirs v4+ reports for every "
                                    "log directory (usable: this minus its logs)."),
     "mock.reassignment.delay.ms": _b(LONG, "0", "Mock: how long a reassignment adding replicas stays in progress "
