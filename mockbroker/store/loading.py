@@ -13,7 +13,6 @@ snapshot is only read) and reported in one log line; everything before it is loa
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mockbroker.state import coordinator_load
 from mockbroker.state.log import PartitionLog, StoredBatch
 from mockbroker.state.producer_state import last_sequence
-from mockbroker.store import durable_log
+from mockbroker.store import durable_log, metadata
 from mockbroker.store import segment_files as files
 
 if TYPE_CHECKING:
@@ -31,18 +30,8 @@ if TYPE_CHECKING:
 
 
 
-def _metadata() -> Any:
-    """store.metadata (the whole cluster's metadata, another change); until it lands, the stand-in
-    (topics and configs)."""
-    try:
-        return importlib.import_module("mockbroker.store.metadata")
-    except ImportError:
-        return importlib.import_module("mockbroker.store.metadata_standin")
-
-
-_METADATA = _metadata()
-capture: Callable[[ClusterState], dict[str, Any]] = _METADATA.capture
-restore: Callable[[ClusterState, dict[str, Any]], None] = _METADATA.restore
+capture: Callable[[ClusterState], dict[str, Any]] = metadata.capture
+restore: Callable[[ClusterState, dict[str, Any]], None] = metadata.restore
 
 METADATA_FILE = "metadata.json"
 logger = logging.getLogger("mockbroker.store")

@@ -191,7 +191,8 @@ def _kafka(path: str, action: Callable[[], T]) -> T:
 
 
 # -- restore -------------------------------------------------------------------------------------------
-def _read_partition(path: str, item: Any, name: str, index: int) -> tuple[PartitionLog, int | None]:
+def _read_partition(state: ClusterState, path: str, item: Any, topic: Topic,
+                    index: int) -> tuple[PartitionLog, int | None]:
     if not isinstance(item, dict):
         raise _fail(path, f"an object expected, not {_kind(item)}")
     replicas = _get(item, "replicas", path, list)
@@ -216,7 +217,8 @@ def _read_partition(path: str, item: Any, name: str, index: int) -> tuple[Partit
     if not pairs or pairs[-1][0] > epoch:
         raise _fail(f"{path}.epoch_starts", f"must be non-empty and end at an epoch up to leader_epoch {epoch}")
     last: int | None = _get(item, "last_in_sync", path, (int, type(None)), None)
-    log = PartitionLog(name, index, leader, list(replicas))
+    log = state.new_log(topic, index, list(replicas))  # (a data directory's logs keep their files)
+    log.leader = leader
     log.leader_epoch = epoch
     log.epoch_starts = pairs
     return log, last
@@ -250,7 +252,7 @@ def _read_topics(state: ClusterState, doc: dict[str, Any]) -> list[tuple[Topic, 
         topic = Topic(name, raw, [], config, _get(item, "internal", path, bool), rf)
         last: dict[PartitionLog, int] = {}
         for index, part in enumerate(parts):
-            log, in_sync = _read_partition(f"{path}.partitions[{index}]", part, name, index)
+            log, in_sync = _read_partition(state, f"{path}.partitions[{index}]", part, topic, index)
             topic.partitions.append(log)
             if in_sync is not None and log.leader == -1:
                 last[log] = in_sync

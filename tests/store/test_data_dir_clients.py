@@ -5,7 +5,6 @@ files; the metadata is on disk before an admin call's answer comes back."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import time
@@ -18,8 +17,6 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from mockbroker.cluster import MockCluster
 from mockbroker.store import segment_files as files
-
-FULL_METADATA = importlib.util.find_spec("mockbroker.store.metadata") is not None
 
 
 def _produce(bootstrap: str, topic: str, count: int, partition: int = 0, per_batch: int = 0,
@@ -85,7 +82,6 @@ def test_topics_configs_and_records_survive_a_restart(tmp_path: Path) -> None:
         assert cluster.state.topics["kept"].partitions[0].next_offset == 60
 
 
-@pytest.mark.skipif(not FULL_METADATA, reason="ACLs and SCRAM users are kept by mockbroker.store.metadata")
 def test_acls_and_scram_users_survive_a_restart(tmp_path: Path) -> None:
     from confluent_kafka.admin import (
         AclBinding,
@@ -99,16 +95,19 @@ def test_acls_and_scram_users_survive_a_restart(tmp_path: Path) -> None:
     )
 
     data_dir = tmp_path / "data"
+    # the authorizer is static configuration (server.properties), given again at each start as Kafka's is
+    config = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "super.users": "User:ANONYMOUS"}
     binding = AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", "*",
                          AclOperation.READ, AclPermissionType.ALLOW)
-    with MockCluster(data_dir=data_dir) as cluster:
+    with MockCluster(data_dir=data_dir, config=config) as cluster:
         admin = _admin(cluster)
         admin.create_acls([binding])[binding].result(timeout=10)
         upsert = UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
                                               b"secret")
         for future in admin.alter_user_scram_credentials([upsert]).values():
             future.result(timeout=10)
-    with MockCluster(data_dir=data_dir) as cluster:
+    with MockCluster(data_dir=data_dir, config=config) as cluster:
         admin = _admin(cluster)
         from confluent_kafka.admin import AclBindingFilter
 
@@ -116,7 +115,8 @@ def test_acls_and_scram_users_survive_a_restart(tmp_path: Path) -> None:
                                  AclPermissionType.ANY)
         assert binding in admin.describe_acls(match).result(timeout=10)
         users = admin.describe_user_scram_credentials(["bob"])
-        assert users.result(timeout=10)["bob"].scram_credential_infos
+        infos = users["bob"].result(timeout=10).scram_credential_infos
+        assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_256, 4096)]
 
 
 def test_a_second_cluster_on_a_folder_in_use_is_refused(tmp_path: Path) -> None:
