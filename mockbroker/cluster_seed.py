@@ -9,6 +9,7 @@ cluster is made, their schemas registered and their records written as it starts
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mockbroker.registry.server import SchemaRegistry
     from mockbroker.state.cluster import ClusterState
+
+log = logging.getLogger("mockbroker.cluster")
 
 
 def seed_plan(seed: Mapping[str, Any] | None, state: ClusterState, topics: Mapping[str, int | None],
@@ -42,8 +45,12 @@ class SeedMixin:
         def bootstrap_servers(self) -> str: ...
 
     async def _load_seed(self) -> None:
-        """Register the seed's schemas and write its records (mockbroker.seed)."""
-        if self._seed:
+        """Register the seed's schemas and write its records (mockbroker.seed); not into a cluster that came
+        from a data directory holding one or from a snapshot (the records would be there twice)."""
+        if self._seed and getattr(self, "store_loaded", False):
+            log.info("seed data not loaded: the cluster came from %s, which holds its records already",
+                     "a snapshot" if getattr(self, "_snapshot", None) is not None else "its data directory")
+        elif self._seed:
             from mockbroker import seed
 
             if self.schema_registry is not None:

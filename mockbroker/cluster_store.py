@@ -49,6 +49,7 @@ class StoreMixin:
         """Open the data directory (``mock.data.dir``) and/or read the snapshot into the fresh state."""
         self._data_dir = None
         self._snapshot = None
+        self.store_loaded = False  # whether the state came from a data directory or a snapshot (seeds skip it)
         path = str(self.state.config[DATA_DIR] or "")
         if snapshot is not None:
             from mockbroker.store import snapshot as snapshots
@@ -59,6 +60,7 @@ class StoreMixin:
                 from mockbroker.store import snapshot as snapshots
 
                 snapshots.load(self.state, self._snapshot)
+                self.store_loaded = True
             return
         from mockbroker.store.data_dir import DataDir
 
@@ -68,7 +70,7 @@ class StoreMixin:
                 from mockbroker.store import snapshot as snapshots
 
                 snapshots.copy_into(self._snapshot, data_dir.path)
-            data_dir.load(self.state)
+            self.store_loaded = data_dir.load(self.state)
         except BaseException:
             data_dir.close()
             raise
@@ -88,6 +90,7 @@ class StoreMixin:
         if self._data_dir is not None:
             self._data_dir.attach(fresh)
             self._data_dir.save()
+            self.store_loaded = False  # (emptied)
         elif self._snapshot is not None:
             from mockbroker.store import snapshot as snapshots
 

@@ -212,3 +212,18 @@ def test_a_cluster_that_fails_to_be_made_leaves_the_folder_free(tmp_path: Path) 
     assert "missing.jsonl" in refused()
     with MockCluster(data_dir=tmp_path / "data"):
         pass
+
+
+def test_seed_data_is_loaded_into_a_new_data_dir_only(tmp_path: Path) -> None:
+    seed_file = tmp_path / "orders.jsonl"
+    seed_file.write_text('{"key": "a", "value": "one"}\n{"key": "b", "value": "two"}\n')
+    data_dir = tmp_path / "data"
+    for _start in range(2):  # the second start finds the seeded records in the folder: not written again
+        with MockCluster(data_dir=data_dir, topics={"orders": 1}, seed={"orders": str(seed_file)}) as cluster:
+            consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "g",
+                                 "enable.auto.commit": False})
+            consumer.assign([TopicPartition("orders", 0, 0)])
+            values = [m.value() for m in consumer.consume(2, 10) if not m.error()]
+            high = consumer.get_watermark_offsets(TopicPartition("orders", 0), timeout=10)[1]
+            consumer.close()
+            assert (values, high) == ([b"one", b"two"], 2)
