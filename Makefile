@@ -84,11 +84,12 @@ generate: $(VENV)/.installed
 	$(BIN)/python tools/gen_protocol.py
 	$(BIN)/python -m compileall -q mockbroker/protocol >/dev/null
 
-# every load against mockbroker, librdkafka's mock and Tansu; rewrites docs/benchmarks.md's table and docs/img/bench-results.png
+# every load against mockbroker (in memory, with a data dir, ...), librdkafka's mock and Tansu; rewrites docs/benchmarks.md's table and docs/img/bench-results.png
 bench: $(VENV)/.installed
 	$(call EDITABLE,'.[bench]')
 	$(BIN)/python -m bench.suite
 	$(BIN)/python bench/codec_bench.py
+	$(BIN)/python -m bench.data_dir_bench  # the data directory against memory; a start from a 1M-record snapshot
 
 # docs/console.md's pictures, taken by the console's and report's browser tests (tests/console) as they run
 screenshots: $(VENV)/.installed
