@@ -96,10 +96,11 @@ class GroupCoordinator(GroupOffsets):
         self.retention: tuple[int, int] | None = None
         self._next_expiry_ms: int | None = None
 
-    def _changed(self, group: Group) -> None:
-        """The group's membership may have changed: its records are written (by difference)."""
+    def _changed(self, group: Group, member_id: str | None = None) -> None:
+        """The group's membership may have changed (``member_id``: only that KIP-848 member's, and the
+        group's epochs): its records are written (by difference)."""
         if self.records is not None:
-            self.records.group_changed(group)
+            self.records.group_changed(group, member_id)
 
     def group(self, group_id: str) -> Group:
         group = self.groups.get(group_id)
@@ -391,7 +392,7 @@ class GroupCoordinator(GroupOffsets):
         try:
             return self.consumer_logic.heartbeat(group.consumer, **request)
         finally:
-            self._changed(group)
+            self._changed(group, request.get("member_id") or None)
 
     def timers_live(self) -> bool:
         """A group whose members' sessions or whose rebalance run on the clock (tick() has work)."""

@@ -45,13 +45,23 @@ def _frozen(parts: dict[str, set[int]]) -> tuple[Any, ...]:
     return tuple(sorted((t, tuple(sorted(p))) for t, p in parts.items()))
 
 
+def _member_facts(m: Any) -> tuple[Any, ...]:
+    return (m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, tuple(m.subscribed), m.regex,
+            m.rebalance_timeout_ms, m.assignor, m.epoch, m.previous_epoch, m.left_static, _frozen(m.assigned),
+            _frozen(m.revoking))
+
+
 def _consumer_facts(g: Any) -> tuple[Any, ...]:
     """Everything a KIP-848 group's records are made of, as plain values (cheaper than encoding them)."""
     return (g.group_epoch, g.assignment_epoch,
             tuple(sorted((mid, _frozen(parts)) for mid, parts in g.target.items())),
-            tuple(sorted((m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, tuple(m.subscribed),
-                          m.regex, m.rebalance_timeout_ms, m.assignor, m.epoch, m.previous_epoch, m.left_static,
-                          _frozen(m.assigned), _frozen(m.revoking)) for m in g.members.values())))
+            tuple(sorted(_member_facts(m) for m in g.members.values())))
+
+
+def _quick_facts(g: Any) -> tuple[Any, ...]:
+    """What a heartbeat may change in a KIP-848 group besides its own member: the epochs (a new target
+    assignment moves the assignment epoch) and who the members are."""
+    return g.group_epoch, g.assignment_epoch, tuple(g.members)
 
 
 class OffsetsTopicWriter:
@@ -63,6 +73,9 @@ class OffsetsTopicWriter:
         self._keys: dict[tuple[str, str, int], bytes] = {}
         # group id -> what its KIP-848 records were last made from: a heartbeat changing nothing encodes nothing
         self._seen: dict[str, tuple[Any, ...]] = {}
+        # group id -> (its _quick_facts, each member's _member_facts) when its records were last made: a
+        # member's heartbeat that changed neither costs one member's facts, not the whole group's
+        self._quick: dict[str, tuple[tuple[Any, ...], dict[str, tuple[Any, ...]]]] = {}
 
     # -- appending ---------------------------------------------------------------------------------
     def append(self, group_id: str, items: list[tuple[bytes, bytes | None]], now: int | None = None) -> None:
@@ -92,15 +105,25 @@ class OffsetsTopicWriter:
         self.append(group_id, [(recs.offset_key(group_id, t, p), None) for t, p in partitions])
 
     # -- groups ------------------------------------------------------------------------------------
-    def group_changed(self, group: Any) -> None:
-        """Write what changed in ``group`` (a groups.Group) since its records were last written."""
-        if group.consumer is not None:
-            seen = _consumer_facts(group.consumer)
-            if self._seen.get(group.group_id) == seen and group.group_id in self.written:
+    def group_changed(self, group: Any, member_id: str | None = None) -> None:
+        """Write what changed in ``group`` (a groups.Group) since its records were last written;
+        ``member_id``: the KIP-848 member whose heartbeat this follows (nothing else of the members changed)."""
+        gid = group.group_id
+        g = group.consumer
+        if g is not None:
+            quick = self._quick.get(gid)
+            if member_id is not None and quick is not None and gid in self.written and quick[0] == _quick_facts(g):
+                member = g.members.get(member_id)
+                if member is None or quick[1].get(member_id) == _member_facts(member):
+                    return
+            seen = _consumer_facts(g)
+            self._quick[gid] = (_quick_facts(g), {mid: _member_facts(m) for mid, m in g.members.items()})
+            if self._seen.get(gid) == seen and gid in self.written:
                 return
-            self._seen[group.group_id] = seen
+            self._seen[gid] = seen
         else:
-            self._seen.pop(group.group_id, None)
+            self._seen.pop(gid, None)
+            self._quick.pop(gid, None)
         image = self.image(group)
         if image is None:
             return
@@ -122,6 +145,7 @@ class OffsetsTopicWriter:
     def group_deleted(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         """DeleteGroups: tombstones for the group's offsets and for its group records."""
         self._seen.pop(group_id, None)
+        self._quick.pop(group_id, None)
         items: list[tuple[bytes, bytes | None]] = [(recs.offset_key(group_id, t, p), None) for t, p in partitions]
         items += [(key, None) for key in sorted(self.written.pop(group_id, {}), key=lambda key: -key[1])]
         self.append(group_id, items)
