@@ -16,9 +16,10 @@ from urllib.parse import quote
 
 from mockbroker import batches
 from mockbroker import records as rec
-from mockbroker.console import values
+from mockbroker.console import internal_records, values
 from mockbroker.console.markup import Links, Query, Safe, View, join, link, pill, query_int, section, table, tag, when
 from mockbroker.errors import KafkaError
+from mockbroker.state.internal_topics import is_internal
 
 if TYPE_CHECKING:
     from mockbroker.cluster import MockCluster
@@ -100,7 +101,10 @@ def _headers(headers: list[tuple[str, bytes | None]], registry: RegistryState | 
                 for key, value in headers)
 
 
-def rows_table(rows: list[Row], registry: RegistryState | None, with_partition: bool = True) -> Safe:
+def rows_table(rows: list[Row], registry: RegistryState | None, with_partition: bool = True,
+               topic: str = "") -> Safe:
+    """The records table (``topic``: whose records they are; an internal topic's are decoded as its
+    coordinator's records)."""
     out: list[list[object]] = []
     for r in rows:
         if r.marker is not None:
@@ -111,8 +115,12 @@ def rows_table(rows: list[Row], registry: RegistryState | None, with_partition: 
             status = Safe("")
             if r.txn is not None:
                 status = pill(f"transaction {r.txn}", {"committed": "ok", "aborted": "bad", "open": "warn"}[r.txn])
-            cells = [r.offset, when(r.timestamp), values.show(r.key, registry, limit=500),
-                     values.show(r.value, registry) + status, _headers(r.headers, registry)]
+            coordinators = internal_records.describe(topic, r.key, r.value) if is_internal(topic) else None
+            if coordinators is not None:  # a coordinator's record: Kafka's schema, decoded
+                key, value = values.cell(coordinators[0]), values.cell(coordinators[1])
+            else:
+                key, value = values.show(r.key, registry, limit=500), values.show(r.value, registry)
+            cells = [r.offset, when(r.timestamp), key, value + status, _headers(r.headers, registry)]
         out.append(([r.partition] if with_partition else []) + cells)
     headers = (["partition"] if with_partition else []) + ["offset", "timestamp", "key", "value", "headers"]
     return table(headers, out, empty="no records", class_="records")
@@ -155,7 +163,7 @@ def records_part(cluster: MockCluster, name: str, links: Links, partition: int |
         rows = newest_across(cluster, name, limit)
         caption = tag("p", f"The newest {len(rows)} records of every partition (choose a partition to page back).",
                       class_="hint")
-        return caption + rows_table(rows, registry)
+        return caption + rows_table(rows, registry, topic=name)
     log = cluster.state.partition(name, partition)
     rows = list(newest_rows(log, before, limit))
     nav: list[Any] = [link(links.topic(name) or "#", "all partitions")]
@@ -166,7 +174,7 @@ def records_part(cluster: MockCluster, name: str, links: Links, partition: int |
                         "older", class_="older"))
     caption = tag("p", join([f"Partition {partition}, offsets below {before if before is not None else log.next_offset}"
                              " · ", join(nav, " · ")]), class_="hint")
-    return caption + rows_table(rows, registry, with_partition=False)
+    return caption + rows_table(rows, registry, with_partition=False, topic=name)
 
 
 def topic_view(cluster: MockCluster, links: Links, name: str, query: Query) -> View:
@@ -184,4 +192,4 @@ def topic_view(cluster: MockCluster, links: Links, name: str, query: Query) -> V
 def topic_section(cluster: MockCluster, links: Links, name: str, limit: int = 200) -> Safe:
     """A topic for the report: its partitions and its newest ``limit`` records."""
     return (tag("h3", name, id="topic-" + quote(name, safe="")) + partitions_table(cluster, name, links, most=1000)
-            + rows_table(newest_across(cluster, name, limit), _registry(cluster)))
+            + rows_table(newest_across(cluster, name, limit), _registry(cluster), topic=name))

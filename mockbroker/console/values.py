@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # (the decoder needs the [schema-registry] extra; a cluster w
 LIMIT = 4000  # characters of a value a page shows
 MAX_JSON = 1 << 20  # bytes of text tried as JSON for pretty printing
 KINDS = {"AVRO": "avro", "JSON": "json-schema", "PROTOBUF": "protobuf"}
-_PILLS = {"avro": "info", "json-schema": "info", "protobuf": "info", "undecodable": "bad"}
+_PILLS = {"avro": "info", "json-schema": "info", "protobuf": "info", "kafka record": "info", "undecodable": "bad"}
 HEX_PER_LINE = 16
 # control characters but line feed, tab and carriage return, as \xNN; invisible reordering characters as \uNNNN
 _ESCAPES: dict[int, str] = {
@@ -78,7 +78,11 @@ def describe(data: bytes | bytearray | memoryview | None, registry: RegistryStat
 def show(data: bytes | bytearray | memoryview | None, registry: RegistryState | None, limit: int = LIMIT) -> Safe:
     """The HTML of a table cell showing ``data``: a pill naming its kind (the schema in its title) and the
     text in a ``<pre class="value">``."""
-    shown = describe(data, registry, limit)
+    return cell(describe(data, registry, limit))
+
+
+def cell(shown: Shown) -> Safe:
+    """The HTML of what :func:`describe` (or another decoder) made of some bytes."""
     badge = tag("span", shown.kind, class_=f"pill {_PILLS.get(shown.kind, '')}".strip(), title=shown.schema)
     if shown.kind == "null":  # (the pill says it all)
         return badge

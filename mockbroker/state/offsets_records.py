@@ -50,6 +50,11 @@ class RecordError(ValueError):
     """A ``__consumer_offsets`` record that is not one of the group coordinator's."""
 
 
+def record_name(record_type: int) -> str:
+    """The message name stem of a record type's key and value (``OffsetCommit``: OffsetCommitKey/Value)."""
+    return _NAMES[record_type]
+
+
 def key_module(record_type: int) -> ModuleType:
     return api.module(_NAMES[record_type] + "Key")
 

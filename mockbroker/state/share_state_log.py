@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockbroker.state")
 
 SNAPSHOT, UPDATE = 0, 1  # record types (the key's int16 version)
-_NAMES = {SNAPSHOT: ("ShareSnapshotKey", "ShareSnapshotValue"), UPDATE: ("ShareUpdateKey", "ShareUpdateValue")}
+# record type -> the message names of its key and value
+RECORD_NAMES = {SNAPSHOT: ("ShareSnapshotKey", "ShareSnapshotValue"), UPDATE: ("ShareUpdateKey", "ShareUpdateValue")}
 _PERSISTED = {RecordState.AVAILABLE: 0, RecordState.ACQUIRED: 0, RecordState.ACKNOWLEDGED: 2, RecordState.ARCHIVED: 4}
 _LOADED = {0: RecordState.AVAILABLE, 2: RecordState.ACKNOWLEDGED, 4: RecordState.ARCHIVED}
 
@@ -132,7 +133,7 @@ class ShareStateLog:
             del self.written[key]
 
     def _append(self, kind: int, group_id: str, topic_id: bytes, partition: int, value: Any) -> None:
-        key_name, value_name = _NAMES[kind]
+        key_name, value_name = RECORD_NAMES[kind]
         key = api.module(key_name).ROOT(group_id=group_id, topic_id=bytes(topic_id), partition=partition)
         coordinator_records.append(
             self.state, SHARE_GROUP_STATE, coordinator_key(group_id, topic_id, partition),
@@ -189,9 +190,9 @@ def load_share_state(state: ClusterState) -> None:
     for partition, offset, key_data, value_data in coordinator_records.read(state, SHARE_GROUP_STATE):
         try:
             kind = coordinator_records.record_type(key_data)
-            if kind not in _NAMES:
+            if kind not in RECORD_NAMES:
                 continue  # Kafka: an unknown record type is skipped
-            key_name, value_name = _NAMES[kind]
+            key_name, value_name = RECORD_NAMES[kind]
             key = coordinator_records.decode(key_name, key_data, 0)
             value = None if value_data is None else coordinator_records.decode(value_name, value_data)
         except (ValueError, CodecError) as exc:
