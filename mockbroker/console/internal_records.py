@@ -10,6 +10,7 @@ from typing import Any
 
 from mockbroker.codec_errors import CodecError
 from mockbroker.console.values import LIMIT, Shown, pretty
+from mockbroker.state.ids import uuid_text
 from mockbroker.state.internal_topics import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
 
 KIND = "kafka record"
@@ -32,7 +33,7 @@ def plain(obj: Any, version: int) -> Any:
             continue
         value = getattr(obj, field.attr)
         if field.attr in _UUID_FIELDS and isinstance(value, (bytes, bytearray)):
-            out[field.name] = base64.urlsafe_b64encode(bytes(value)).decode().rstrip("=")
+            out[field.name] = uuid_text(value)
         else:
             out[field.name] = plain(value, version)
     return out

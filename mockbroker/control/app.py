@@ -27,6 +27,7 @@ from mockbroker.errors import ErrorCode, KafkaError
 from mockbroker.faults import rule_from_dict
 from mockbroker.http_site import HttpSite
 from mockbroker.protocol.errors import error_name
+from mockbroker.state.ids import uuid_text
 from mockbroker.state.inspect import append_records, read_records
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ async def reset(request: web.Request) -> web.Response:
 # -- topics and records -----------------------------------------------------------------------------
 def _topic_detail(cluster: MockCluster, name: str) -> dict[str, Any]:
     topic = cluster.state.topic(name)
-    return {"name": topic.name, "topic_id": base64.urlsafe_b64encode(topic.topic_id).decode().rstrip("="),
+    return {"name": topic.name, "topic_id": uuid_text(topic.topic_id),
             "config": {k: str(v) for k, v in topic.config.overrides.items()},
             "partitions": [{"partition": p.index, "leader": p.leader, "leader_epoch": p.leader_epoch,
                             "replicas": list(p.replicas), "log_start_offset": p.log_start_offset,

@@ -28,7 +28,7 @@ from mockbroker.handlers.registry import register
 from mockbroker.protocol import api
 from mockbroker.protocol.errors import error_name
 from mockbroker.records.compression import decompress
-from mockbroker.state.client_metrics import uuid_text
+from mockbroker.state.ids import uuid_text
 from mockbroker.telemetry.otlp import OTLPError, decode_metrics_data
 
 if TYPE_CHECKING:

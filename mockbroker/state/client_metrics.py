@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockbroker.errors import ErrorCode, KafkaError
+from mockbroker.state.ids import uuid_text
 
 METRICS, INTERVAL, MATCH = "metrics", "interval.ms", "match"
 DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS, MAX_INTERVAL_MS = 300000, 100, 3600000
@@ -36,13 +37,6 @@ ALL_METRICS = "*"
 ACCEPTED_COMPRESSION = (4, 3, 1, 2)
 LIST_TYPE, INT_TYPE = 7, 3  # DescribeConfigs ConfigType ids
 MAX_INSTANCES = 10000  # client instances kept (Kafka expires idle ones from its cache)
-
-
-def uuid_text(raw: bytes) -> str:
-    """A Uuid as Kafka prints it (URL-safe base64, no padding)."""
-    import base64
-
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def _split(value: str) -> list[str]:

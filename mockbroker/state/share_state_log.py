@@ -22,7 +22,6 @@ loader skips keys whose topic id no topic has.
 
 from __future__ import annotations
 
-import base64
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from mockbroker.codec_errors import CodecError
 from mockbroker.protocol import api
 from mockbroker.state import coordinator_records
+from mockbroker.state.ids import uuid_text
 from mockbroker.state.internal_topics import SHARE_GROUP_STATE
 from mockbroker.state.share_partitions import InFlightRecord, RecordState, SharePartition, SharePartitionKey
 
@@ -45,11 +45,6 @@ _PERSISTED = {RecordState.AVAILABLE: 0, RecordState.ACQUIRED: 0, RecordState.ACK
 _LOADED = {0: RecordState.AVAILABLE, 2: RecordState.ACKNOWLEDGED, 4: RecordState.ARCHIVED}
 
 StateBatch = tuple[int, int, int, int]  # first offset, last offset, delivery state id, delivery count
-
-
-def uuid_text(topic_id: bytes) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, without padding."""
-    return base64.urlsafe_b64encode(bytes(topic_id)).rstrip(b"=").decode("ascii")
 
 
 def coordinator_key(group_id: str, topic_id: bytes, partition: int) -> str:

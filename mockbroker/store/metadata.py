@@ -36,6 +36,7 @@ from mockbroker.state.acls import AclBinding
 from mockbroker.state.config import TopicConfig
 from mockbroker.state.config_admin import BROKER
 from mockbroker.state.features import SUPPORTED
+from mockbroker.state.ids import uuid_text
 from mockbroker.state.log import PartitionLog
 from mockbroker.state.topic_rules import validate_topic_name
 
@@ -50,11 +51,6 @@ T = TypeVar("T")
 
 
 # -- capture ------------------------------------------------------------------------------------------
-def topic_id_text(raw: bytes) -> str:
-    """A topic id as Kafka prints it (Uuid.toString: URL-safe base64, no padding)."""
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
 def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
@@ -75,7 +71,7 @@ def _capture_topic(state: ClusterState, topic: Topic) -> dict[str, Any]:
         if log.leader < 0 and log in last_in_sync:
             entry["last_in_sync"] = last_in_sync[log]
         partitions.append(entry)
-    return {"name": topic.name, "topic_id": topic_id_text(topic.topic_id), "internal": topic.is_internal,
+    return {"name": topic.name, "topic_id": uuid_text(topic.topic_id), "internal": topic.is_internal,
             "replication_factor": topic.replication_factor, "configs": _texts(topic.config.overrides),
             "partitions": partitions}
 
