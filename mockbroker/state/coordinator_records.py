@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+from mockbroker import batches
 from mockbroker import records as rec
-from mockbroker.codec_errors import CodecError
+from mockbroker.errors import KafkaError
 from mockbroker.protocol import api
 from mockbroker.records.varint import append_varint
 from mockbroker.state import internal_topics
@@ -113,11 +114,11 @@ def read(state: Any, topic_name: str) -> Iterator[tuple[int, int, bytes, bytes |
         for stored in list(plog.batches):
             if stored.is_control:
                 continue
-            data = b"".join(bytes(b) for b in stored.buffers)
             try:
-                header, records = rec.decode_batch(data)
-            except CodecError as exc:
-                log.warning("%s-%d: batch at offset %d skipped: %s", topic_name, plog.index, stored.base_offset, exc)
+                header, records = batches.decode_stored(stored)
+            except KafkaError as exc:
+                log.warning("%s-%d: batch at offset %d skipped: %s", topic_name, plog.index, stored.base_offset,
+                            exc.message)
                 continue
             for r in records:
                 if r.key is None:

@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mockbroker import batches
 from mockbroker.state import coordinator_load
 from mockbroker.state.log import PartitionLog, StoredBatch
 from mockbroker.state.producer_state import last_sequence
@@ -155,7 +156,7 @@ def rebuild_producers(log: PartitionLog, pairs: list[tuple[StoredBatch, files.En
             continue
         top = max(top, b.producer_id)
         if b.is_control:
-            commit, coordinator_epoch = _marker(b"".join(bytes(x) for x in b.buffers))
+            commit, coordinator_epoch = _marker(b)
             producers.record_marker(b.producer_id, entry.producer_epoch, coordinator_epoch, commit, b.base_offset,
                                     now_ms)
             continue
@@ -165,11 +166,11 @@ def rebuild_producers(log: PartitionLog, pairs: list[tuple[StoredBatch, files.En
     return top
 
 
-def _marker(data: Any) -> tuple[bool, int]:
+def _marker(stored: StoredBatch) -> tuple[bool, int]:
     """(commit, coordinator epoch) of a control batch's end-transaction marker."""
     from mockbroker import records as rec
 
-    _header, records = rec.decode_batch(memoryview(data))
+    _header, records = batches.decode_stored(stored)
     if not records:
         return False, 0
     _version, kind = rec.parse_control_record(records[0])
