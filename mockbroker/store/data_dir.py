@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import fcntl
 import inspect
-import json
 import logging
 import os
 import shutil
@@ -79,7 +78,7 @@ class DataDir:
             self._loading = False
         self.attach(state)
         if data is not None:
-            self._saved = _encode(loading.capture(state))
+            self._saved = loading.metadata_text(state)
             self.save()  # the bumped leader epochs
         return data is not None
 
@@ -150,7 +149,7 @@ class DataDir:
             return
         self._captured_ms = state.clock.now_ms()
         began = time.perf_counter()
-        text = _encode(loading.capture(state))
+        text = loading.metadata_text(state)
         self._tidy(state)
         self._capture_cost_ms = (time.perf_counter() - began) * 1000
         if text == self._saved:
@@ -199,10 +198,6 @@ class DataDir:
         if getattr(self, "_lock_fd", -1) >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1
-
-
-def _encode(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, indent=1)
 
 
 def _lock(path: str) -> int:

@@ -107,7 +107,7 @@ class DurableLog(PartitionLog):
         moved = super().advance_log_start(offset)
         if moved != before and not self.closed:
             self._free_below(moved)
-            self._write_small(LOG_START_FILE, f"{moved}\n")
+            self._write_small(LOG_START_FILE, log_start_text(moved))
         return moved
 
     def _free_below(self, start: int) -> None:
@@ -138,18 +138,10 @@ class DurableLog(PartitionLog):
 
     def rewrite(self) -> None:
         """Write every file again from the batches in memory (after compaction), keeping the files' bounds."""
-        groups: dict[int, list[Any]] = {base: [] for base in self.segments}
-        bases = self.segments
-        j = 0
-        for b in self.batches:
-            while j + 1 < len(bases) and bases[j + 1] <= b.base_offset:
-                j += 1
-            if bases:
-                groups[bases[j]].extend(b.buffers)
-        for base, chunks in groups.items():
+        for base, chunks in segment_chunks(self.batches, self.segments).items():
             files.write_file(self._path(base), chunks, self.fsync)
-        if bases:
-            self._open_active(bases[-1])
+        if self.segments:
+            self._open_active(self.segments[-1])
             self._active_size = os.fstat(self._fd).st_size
         if self.fsync:
             _sync_dir(self.folder)
@@ -160,14 +152,36 @@ class DurableLog(PartitionLog):
             self._write_epochs()
 
     def _write_epochs(self) -> None:
-        lines = [f"{epoch} {start}" for epoch, start in self.epoch_starts]
-        self._write_small(EPOCHS_FILE, "\n".join(["0", str(len(lines)), *lines]) + "\n")
+        self._write_small(EPOCHS_FILE, epochs_text(self.epoch_starts))
 
     def _write_small(self, name: str, text: str) -> None:
         if not self._prepared:
             self._prepare()
         path = os.path.join(self.folder, name)
         files.write_file(path, [text.encode()], self.fsync)
+
+
+def segment_chunks(batches: list[StoredBatch], bases: list[int]) -> dict[int, list[Any]]:
+    """The buffers of each segment file (by its base offset, ``bases`` oldest first): each batch goes to the
+    last segment starting at or below it."""
+    chunks: dict[int, list[Any]] = {base: [] for base in bases}
+    j = 0
+    for b in batches if bases else ():
+        while j + 1 < len(bases) and bases[j + 1] <= b.base_offset:
+            j += 1
+        chunks[bases[j]].extend(b.buffers)
+    return chunks
+
+
+def log_start_text(offset: int) -> str:
+    """The ``log-start-offset`` file's text."""
+    return f"{offset}\n"
+
+
+def epochs_text(epoch_starts: list[tuple[int, int]]) -> str:
+    """Kafka's ``leader-epoch-checkpoint`` text: version 0, the count, then ``epoch start-offset`` lines."""
+    lines = [f"{epoch} {start}" for epoch, start in epoch_starts]
+    return "\n".join(["0", str(len(lines)), *lines]) + "\n"
 
 
 def _sync_dir(folder: str) -> None:

@@ -45,6 +45,11 @@ def partition_folder(root: str, topic: str, index: int) -> str:
     return os.path.join(root, f"{topic}-{index}")
 
 
+def metadata_text(state: ClusterState) -> str:
+    """``state``'s metadata as ``metadata.json`` holds it (the same text for the same metadata)."""
+    return json.dumps(capture(state), sort_keys=True, indent=1)
+
+
 def read_metadata(root: str) -> dict[str, Any] | None:
     path = os.path.join(root, METADATA_FILE)
     try:

@@ -11,7 +11,6 @@ data directory is read (store.loading), into logs in memory: the snapshot itself
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from typing import TYPE_CHECKING
@@ -37,7 +36,7 @@ def write(state: ClusterState, path: str) -> int:
             os.makedirs(folder)
             total += _write_partition(log, folder)
     with open(os.path.join(path, loading.METADATA_FILE), "w", encoding="utf-8") as f:
-        json.dump(loading.capture(state), f, sort_keys=True, indent=1)
+        f.write(loading.metadata_text(state))
     return total
 
 
@@ -48,23 +47,16 @@ def _write_partition(log: object, folder: str) -> int:
     bases = list(log.segments) if isinstance(log, durable_log.DurableLog) and log.segments else []
     if not bases and log.batches:
         bases = [log.batches[0].base_offset]
-    groups: dict[int, list[object]] = {base: [] for base in bases}
-    j = 0
-    for b in log.batches:
-        while j + 1 < len(bases) and bases[j + 1] <= b.base_offset:
-            j += 1
-        groups[bases[j]].extend(b.buffers)
-    for base, chunks in groups.items():
+    for base, chunks in durable_log.segment_chunks(log.batches, bases).items():
         fd = os.open(os.path.join(folder, files.file_name(base)), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             files.write_all(fd, chunks)
         finally:
             os.close(fd)
     with open(os.path.join(folder, durable_log.LOG_START_FILE), "w", encoding="ascii") as f:
-        f.write(f"{log.log_start_offset}\n")
-    lines = [f"{epoch} {start}" for epoch, start in log.epoch_starts]
+        f.write(durable_log.log_start_text(log.log_start_offset))
     with open(os.path.join(folder, durable_log.EPOCHS_FILE), "w", encoding="ascii") as f:
-        f.write("\n".join(["0", str(len(lines)), *lines]) + "\n")
+        f.write(durable_log.epochs_text(log.epoch_starts))
     return log.size_bytes
 
 
