@@ -26,15 +26,6 @@ class Rec:
         return int(struct.unpack_from(">h", self.key)[0])
 
 
-def java_partition(group: str, partitions: int = 50) -> int:
-    """Kafka's choice: Utils.abs(groupId.hashCode()) % partitions (ASCII group ids)."""
-    h = 0
-    for ch in group:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    signed = h - (1 << 32) if h & 0x80000000 else h
-    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
-
-
 def _string(buf: bytes, pos: int) -> tuple[str, int]:
     (n,) = struct.unpack_from(">h", buf, pos)
     return buf[pos + 2:pos + 2 + n].decode(), pos + 2 + n

@@ -21,7 +21,7 @@ STATES = ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
           "PrepareEpochFence"]
 
 
-def java_partition(key: str, partitions: int) -> int:
+def java_partition(key: str, partitions: int = 50) -> int:
     """Utils.abs(key.hashCode()) % partitions, String.hashCode over UTF-16 code units."""
     h = 0
     data = key.encode("utf-16-be")

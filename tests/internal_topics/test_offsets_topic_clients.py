@@ -14,7 +14,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mockbroker.cluster import MockCluster
-from tests.internal_topics.offsets_bytes import group_key, java_partition, offsets_of, read_offsets_topic
+from tests.internal_topics.offsets_bytes import group_key, offsets_of, read_offsets_topic
+from tests.internal_topics.records import java_partition
 
 pytestmark = pytest.mark.clients
 CONFIG = {"group.initial.rebalance.delay.ms": 0}
