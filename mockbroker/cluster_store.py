@@ -57,8 +57,6 @@ class StoreMixin:
             self._snapshot = snapshots.check(os.fspath(snapshot))
         if not path:
             if self._snapshot is not None:
-                from mockbroker.store import snapshot as snapshots
-
                 snapshots.load(self.state, self._snapshot)
                 self.store_loaded = True
             return
@@ -67,8 +65,6 @@ class StoreMixin:
         data_dir = DataDir(path, bool(self.state.config[FSYNC]))
         try:
             if self._snapshot is not None:
-                from mockbroker.store import snapshot as snapshots
-
                 snapshots.copy_into(self._snapshot, data_dir.path)
             self.store_loaded = data_dir.load(self.state)
         except BaseException:
